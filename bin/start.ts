@@ -1,0 +1,45 @@
+// `npm start`: everything on one machine. The embedded PostgreSQL when DATABASE_URL is absent, migrations,
+// a demo account on an empty database, then the web and the worker in this one process.
+import { createDb } from '../db/knex.ts';
+import { resolveDatabase } from '../db/local.ts';
+import { migrateLatest } from '../db/migrations.ts';
+import { startWorker } from '../jobs/worker.ts';
+import { API_PREFIX } from '../server/openapi.ts';
+import { startWebServer } from '../server/web.ts';
+import { countAccounts, createAccount, createApiKey } from '../shared/accounts.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { onShutdown } from '../shared/shutdown.ts';
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const config = loadConfigOrExit();
+const logger = createLogger(config.logLevel, 'stockroom');
+
+if (!config.databaseUrl) say(`No DATABASE_URL: using the embedded PostgreSQL in ${config.embeddedPgDir} (port ${config.embeddedPgPort})...`);
+const database = await resolveDatabase(config, (message) => logger.debug({ postgres: message.trim() }, 'postgres'));
+const stopDatabase = async () => { await database.server?.stop(); };
+
+try {
+  const applied = await migrateLatest(database.url);
+  if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
+
+  const db = createDb(database.url, config.dbPoolMax);
+  if ((await countAccounts(db)) === 0) {
+    const { accountId } = await createAccount(db, 'Demo account', 'demo@example.com');
+    const { key } = await createApiKey(db, { accountId, email: 'demo@example.com', label: 'demo' });
+    say('');
+    say('Created a demo account. Its API key is shown this once:');
+    say(`  X-API-Key: ${key}`);
+    say('');
+  }
+
+  const web = await startWebServer(config, db, logger);
+  const worker = await startWorker(config, database.url, logger);
+  const base = `http://localhost:${web.port}`;
+  say(`Stockroom API at ${base}${API_PREFIX} · Swagger UI at ${base}${API_PREFIX}/docs/swagger · Ctrl-C stops`);
+  onShutdown(logger, config.shutdownTimeoutMs, web.close, worker.stop, () => db.destroy(), stopDatabase);
+} catch (error) {
+  process.stderr.write(`Could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+  await stopDatabase();
+  process.exit(1);
+}

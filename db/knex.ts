@@ -1,0 +1,19 @@
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+
+export type { Knex };
+export type Db = Knex;
+
+// pg hands numeric and bigint back as strings. Quantities and money are numeric(20,6) and inputs are bounded
+// to 15 significant digits, so Number() is exact here; arithmetic stays in SQL.
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export function createDb(connectionString: string, poolMax = 10, log?: Knex.Logger): Db {
+  return knexFactory({
+    client: 'pg',
+    connection: { connectionString, application_name: 'stockroom' },
+    pool: { min: 0, max: poolMax },
+    log,
+  });
+}

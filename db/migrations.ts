@@ -1,0 +1,37 @@
+import { runMigrations as runWorkerMigrations } from 'graphile-worker';
+import { createLogger, toWorkerLogger } from '../shared/logger.ts';
+import type { Knex } from 'knex';
+import { createDb } from './knex.ts';
+import * as foundation from './migrations/001_foundation.ts';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+// Listed explicitly rather than globbed from disk: the order is visible and the loader never guesses extensions.
+const MIGRATIONS: Record<string, Migration> = {
+  '001_foundation': foundation,
+};
+
+const source: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(MIGRATIONS),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => {
+    const migration = MIGRATIONS[name];
+    if (!migration) throw new Error(`Unknown migration ${name}`);
+    return migration;
+  },
+};
+
+/** Brings the database to the latest schema: ours through knex, then graphile-worker's, so the web process can enqueue before any worker has run. */
+export async function migrateLatest(connectionString: string): Promise<string[]> {
+  const db = createDb(connectionString, 1);
+  try {
+    const [, applied] = (await db.migrate.latest({ migrationSource: source })) as [number, string[]];
+    await runWorkerMigrations({ connectionString, logger: toWorkerLogger(createLogger('warn', 'migrate')) });
+    return applied;
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,52 @@
+// The middleware order is the architecture: tag and log the request, map errors, serve the public routes,
+// then for the API: HTTPS, whose key, rate limit, authenticate, parse the body, route.
+import Router from '@koa/router';
+import Koa from 'koa';
+import compose from 'koa-compose';
+import pkg from '../package.json' with { type: 'json' };
+import type { Db } from '../db/knex.ts';
+import type { Config } from '../shared/config.ts';
+import type { Logger } from '../shared/logger.ts';
+import type { AppContext, AppState } from './context.ts';
+import { publicRouter } from './docs.ts';
+import { identify, requireApiKey, requireHttps } from './middleware/auth.ts';
+import { jsonBody } from './middleware/body.ts';
+import { handleErrors } from './middleware/errors.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
+import { requestContext } from './middleware/request-id.ts';
+import { API_PREFIX, buildOpenApi } from './openapi.ts';
+import { mountRoutes } from './route.ts';
+import { apiRoutes } from './routes.ts';
+
+export interface AppDeps {
+  db: Db;
+  config: Config;
+  logger: Logger;
+}
+
+export function createApp({ db, config, logger }: AppDeps): Koa<AppState> {
+  const app = new Koa<AppState>();
+  app.proxy = config.trustProxy;
+  // Every error is answered by handleErrors; Koa's own handler would print to stderr.
+  app.silent = true;
+
+  const api = new Router<AppState>({ prefix: API_PREFIX });
+  mountRoutes(api, apiRoutes, db);
+  const docs = publicRouter(db, buildOpenApi(apiRoutes, pkg.version));
+
+  const apiChain = compose<AppContext>([
+    ...(config.requireHttps ? [requireHttps] : []),
+    identify(db),
+    rateLimit({ perKey: config.rateLimitPerKey, perIp: config.rateLimitPerIp, windowMs: config.rateLimitWindowMs }),
+    requireApiKey,
+    jsonBody(config.bodyLimitBytes),
+    api.routes() as Koa.Middleware<AppState>,
+    api.allowedMethods() as Koa.Middleware<AppState>,
+  ]);
+
+  app.use(requestContext(logger));
+  app.use(handleErrors);
+  app.use(docs.routes());
+  app.use((ctx, next) => (ctx.path === API_PREFIX || ctx.path.startsWith(`${API_PREFIX}/`) ? apiChain(ctx, next) : next()));
+  return app;
+}

@@ -1,0 +1,12 @@
+import type { ParameterizedContext } from 'koa';
+import type { Logger } from '../shared/logger.ts';
+import type { ApiKeyIdentity } from '../shared/accounts.ts';
+
+export interface AppState {
+  requestId: string;
+  log: Logger;
+  /** Set by the auth middleware once the X-API-Key header named a live key. */
+  auth?: ApiKeyIdentity;
+}
+
+export type AppContext = ParameterizedContext<AppState>;

@@ -1,0 +1,65 @@
+// Queries every account-owned table shares. Each takes the account id: no row is read or written without it.
+import type { Knex } from 'knex';
+import { isUuid } from '../shared/accounts.ts';
+import { fetchPage, type PageRequest } from './pagination.ts';
+
+export interface OwnedRow {
+  id: string;
+  account_id: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** camelCase input fields to snake_case columns; absent (undefined) fields are left out. */
+export function toColumns(input: Record<string, unknown>): Record<string, unknown> {
+  const columns: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(input)) {
+    if (value !== undefined) columns[field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  }
+  return columns;
+}
+
+export async function findOwned<Row extends OwnedRow>(db: Knex, table: string, accountId: string, id: string, lock = false): Promise<Row | undefined> {
+  // A malformed id cannot name a record: not found, rather than a database error.
+  if (!isUuid(id)) return undefined;
+  const query = db(table).where({ account_id: accountId, id }).first();
+  if (lock) query.forUpdate();
+  return query;
+}
+
+/** Inserts and returns the row; with `uniqueBy`, a clash on those columns returns undefined instead of raising. */
+export async function insertOwned<Row extends OwnedRow>(
+  db: Knex,
+  table: string,
+  accountId: string,
+  values: Record<string, unknown>,
+  uniqueBy?: string[],
+): Promise<Row | undefined> {
+  const insert = db(table).insert({ ...values, account_id: accountId });
+  if (uniqueBy) insert.onConflict(uniqueBy).ignore();
+  const [row] = await insert.returning('*');
+  return row;
+}
+
+/** Updates and returns the row, or undefined when the account has no such record. An empty change touches nothing. */
+export async function updateOwned<Row extends OwnedRow>(db: Knex, table: string, accountId: string, id: string, values: Record<string, unknown>): Promise<Row | undefined> {
+  if (Object.keys(values).length === 0) return findOwned<Row>(db, table, accountId, id);
+  if (!isUuid(id)) return undefined;
+  const [row] = await db(table)
+    .where({ account_id: accountId, id })
+    .update({ ...values, updated_at: db.fn.now() })
+    .returning('*');
+  return row;
+}
+
+export async function listOwned<Row extends OwnedRow>(
+  db: Knex,
+  table: string,
+  accountId: string,
+  page: PageRequest,
+  filter: (query: Knex.QueryBuilder) => void = () => {},
+): Promise<Row[]> {
+  const query = db(table).where(`${table}.account_id`, accountId).select(`${table}.*`);
+  filter(query);
+  return fetchPage<Row>(query, table, page);
+}

@@ -1,0 +1,72 @@
+// Public, keyless routes: the OpenAPI document, Swagger UI with assets served from swagger-ui-dist (so the
+// page renders with no internet), and /health.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import Router from '@koa/router';
+import { koaSwagger } from 'koa2-swagger-ui';
+import type { Db } from '../db/knex.ts';
+import type { AppState } from './context.ts';
+import { API_PREFIX } from './openapi.ts';
+
+const require = createRequire(import.meta.url);
+const swaggerDist: string = require('swagger-ui-dist').getAbsoluteFSPath();
+const swaggerVersion: string = require('swagger-ui-dist/package.json').version;
+
+const ASSETS_PATH = `${API_PREFIX}/docs/assets`;
+// koa2-swagger-ui asks for `<cdn>/<version>/<file>`; these are the files it asks for, mapped to the package's.
+const ASSETS: Record<string, { file: string; type: string }> = {
+  'swagger-ui.min.css': { file: 'swagger-ui.css', type: 'text/css' },
+  'swagger-ui-bundle.js': { file: 'swagger-ui-bundle.js', type: 'application/javascript' },
+  'swagger-ui-standalone-preset.js': { file: 'swagger-ui-standalone-preset.js', type: 'application/javascript' },
+  'favicon.png': { file: 'favicon-32x32.png', type: 'image/png' },
+};
+
+const HEALTH_TIMEOUT_MS = 2000;
+
+export function publicRouter(db: Db, openApiDocument: object): Router<AppState> {
+  const router = new Router<AppState>();
+  const documentJson = JSON.stringify(openApiDocument);
+  const assetCache = new Map<string, Buffer>();
+
+  router.get(`${API_PREFIX}/openapi.json`, (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = documentJson;
+  });
+
+  router.get(`${API_PREFIX}/docs/swagger`, koaSwagger({
+    routePrefix: false,
+    title: 'Stockroom API',
+    swaggerVersion,
+    swaggerCdnUrl: ASSETS_PATH,
+    favicon: `${ASSETS_PATH}/${swaggerVersion}/favicon.png`,
+    hideTopbar: true,
+    swaggerOptions: { url: `${API_PREFIX}/openapi.json`, persistAuthorization: true },
+  }));
+
+  router.get(`${ASSETS_PATH}/:version/:file`, (ctx) => {
+    const asset = ASSETS[ctx.params.file ?? ''];
+    if (!asset || ctx.params.version !== swaggerVersion) return;
+    let content = assetCache.get(asset.file);
+    if (!content) {
+      content = readFileSync(join(swaggerDist, asset.file));
+      assetCache.set(asset.file, content);
+    }
+    ctx.type = asset.type;
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = content;
+  });
+
+  router.get('/health', async (ctx) => {
+    try {
+      await db.raw('select 1').timeout(HEALTH_TIMEOUT_MS, { cancel: true });
+      ctx.body = { status: 'ok' };
+    } catch (error) {
+      ctx.status = 503;
+      ctx.body = { status: 'unavailable', error: 'The database does not answer' };
+      ctx.state.log.warn({ err: error }, 'health check failed');
+    }
+  });
+
+  return router;
+}

@@ -1,0 +1,84 @@
+// The few error types a handler throws. middleware/errors.ts maps them (and library errors) to responses.
+import type { Failure, StructError } from 'superstruct';
+
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly details: Record<string, unknown>;
+
+  constructor(status: number, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.status = status;
+    this.details = details;
+  }
+
+  toBody(): Record<string, unknown> {
+    return { error: this.message, ...this.details };
+  }
+}
+
+export class ValidationError extends ApiError {
+  readonly errors: Problem[];
+
+  constructor(errors: Problem[]) {
+    super(400, 'Validation failed');
+    this.errors = errors;
+  }
+
+  static of(path: string, message: string): ValidationError {
+    return new ValidationError([{ path, message }]);
+  }
+
+  override toBody(): Record<string, unknown> {
+    return { error: this.message, errors: this.errors };
+  }
+}
+
+export class NotFoundError extends ApiError {
+  constructor(resource: string) {
+    super(404, `${resource} not found`);
+  }
+}
+
+/** A state conflict: the request is well formed but cannot apply to the data as it stands. */
+export class ConflictError extends ApiError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(409, message, details);
+  }
+}
+
+/** `lineItems[0].quantity`, as an integrator reads it. */
+export function formatPath(path: readonly unknown[]): string {
+  return path.reduce<string>((out, key) =>
+    typeof key === 'number' ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key), '');
+}
+
+const TYPE_MESSAGES: Record<string, string> = {
+  string: 'must be a string',
+  number: 'must be a number',
+  integer: 'must be an integer',
+  boolean: 'must be true or false',
+  date: 'must be an ISO-8601 timestamp',
+  object: 'must be an object',
+  type: 'must be an object',
+  array: 'must be an array',
+};
+
+function describeFailure(failure: Failure): string {
+  if (failure.type === 'never') return 'is not an allowed field';
+  if (failure.value === undefined) return 'is required';
+  if (failure.refinement) return failure.message;
+  return TYPE_MESSAGES[failure.type] ?? failure.message;
+}
+
+/** Every failure of a StructError; `root` names the value itself when a failure has no path (`body`). */
+export function problemsOf(error: StructError, root: string): Problem[] {
+  return error.failures().map((failure) => ({
+    path: formatPath(failure.path) || root,
+    message: describeFailure(failure),
+  }));
+}

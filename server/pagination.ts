@@ -1,0 +1,131 @@
+// Paging shared by every list endpoint: `page` with `limit` or `size`, `updatedSince`, and a `Link` to the
+// next page whose cursor makes deep pages cost what the first one does.
+import type { Knex } from 'knex';
+import type { AppContext } from './context.ts';
+import { ValidationError } from './errors.ts';
+import type { Reply } from './route.ts';
+import { array, describe, integer, named, object, optional, queryInteger, queryTimestamp, text, type AnyStruct } from './schema.ts';
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 250;
+
+const pageSize = () =>
+  optional(queryInteger({
+    min: 1,
+    max: MAX_PAGE_SIZE,
+    description: `Page size (default ${DEFAULT_PAGE_SIZE}, at most ${MAX_PAGE_SIZE}). \`limit\` and \`size\` are the same parameter; if both are given they must agree.`,
+  }));
+
+const pageFields = {
+  page: optional(queryInteger({ min: 1, max: 1_000_000, description: 'Page number, starting at 1.' })),
+  limit: pageSize(),
+  size: pageSize(),
+  cursor: optional(describe(text({ max: 512 }), {
+    description: 'Opaque position returned in the `Link` header of the previous page. Following `Link` keeps deep pages fast and stable while records change.',
+  })),
+  updatedSince: optional(queryTimestamp('Only records updated at or after this time; the list is then ordered by `updatedAt`, `id` (for incremental sync).')),
+};
+
+/** The query struct of a list endpoint: paging plus the resource's own filters. */
+export function listQuery<F extends Record<string, AnyStruct>>(filters: F) {
+  return object({ ...pageFields, ...filters });
+}
+
+/** `{data, page, limit}` around a record schema, for the OpenAPI document. */
+export function listOf(name: string, record: AnyStruct): AnyStruct {
+  return named(`${name}List`, object({
+    data: array(record),
+    page: integer({ minimum: 1 }),
+    limit: integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
+  }));
+}
+
+interface PagingQuery {
+  page?: number;
+  limit?: number;
+  size?: number;
+  cursor?: string;
+  updatedSince?: Date;
+}
+
+type SortKey = 'created_at' | 'updated_at';
+
+interface Cursor {
+  sort: SortKey;
+  at: string;
+  id: string;
+}
+
+export interface PageRequest {
+  page: number;
+  limit: number;
+  sort: SortKey;
+  updatedSince?: Date;
+  cursor?: Cursor;
+}
+
+function encodeCursor(cursor: Cursor): string {
+  return Buffer.from(JSON.stringify([cursor.sort, cursor.at, cursor.id])).toString('base64url');
+}
+
+function decodeCursor(raw: string, sort: SortKey): Cursor {
+  try {
+    const [cursorSort, at, id] = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+    if (cursorSort === sort && typeof id === 'string' && !Number.isNaN(new Date(at).getTime())) {
+      return { sort, at, id };
+    }
+  } catch {
+    // fall through: any undecodable cursor is the caller's mistake
+  }
+  throw ValidationError.of('cursor', 'is not a cursor from this list (use the `Link` header as given)');
+}
+
+export function pageRequest(query: PagingQuery): PageRequest {
+  if (query.limit !== undefined && query.size !== undefined && query.limit !== query.size) {
+    throw ValidationError.of('size', '`limit` and `size` are the same parameter and must agree when both are given');
+  }
+  const sort: SortKey = query.updatedSince ? 'updated_at' : 'created_at';
+  return {
+    page: query.page ?? 1,
+    limit: query.limit ?? query.size ?? DEFAULT_PAGE_SIZE,
+    sort,
+    updatedSince: query.updatedSince,
+    cursor: query.cursor === undefined ? undefined : decodeCursor(query.cursor, sort),
+  };
+}
+
+interface PagedRow {
+  id: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Applies the page to a query of `table`: order, `updatedSince`, then the cursor or the page offset. */
+export async function fetchPage<Row extends PagedRow>(
+  query: Knex.QueryBuilder,
+  table: string,
+  request: PageRequest,
+): Promise<Row[]> {
+  const sortColumn = `${table}.${request.sort}`;
+  if (request.updatedSince) query.where(sortColumn, '>=', request.updatedSince);
+  if (request.cursor) {
+    query.whereRaw(`(??, ??) > (?::timestamptz, ?::uuid)`, [sortColumn, `${table}.id`, request.cursor.at, request.cursor.id]);
+  } else {
+    query.offset((request.page - 1) * request.limit);
+  }
+  return query.orderBy([{ column: sortColumn }, { column: `${table}.id` }]).limit(request.limit);
+}
+
+/** The list body, and a `Link` to the next page whenever this one is full. */
+export function pageReply<Row extends PagedRow, T>(ctx: AppContext, request: PageRequest, rows: Row[], toRecord: (row: Row) => T): Reply {
+  const body = { data: rows.map(toRecord), page: request.page, limit: request.limit };
+  const last = rows.at(-1);
+  if (rows.length < request.limit || !last) return { status: 200, body };
+
+  const params = new URLSearchParams(ctx.querystring);
+  params.delete('size');
+  params.set('page', String(request.page + 1));
+  params.set('limit', String(request.limit));
+  params.set('cursor', encodeCursor({ sort: request.sort, at: last[request.sort].toISOString(), id: last.id }));
+  return { status: 200, body, headers: { Link: `<${ctx.protocol}://${ctx.host}${ctx.path}?${params}>; rel="next"` } };
+}

@@ -1,0 +1,43 @@
+import { listQuery } from '../../pagination.ts';
+import {
+  boolean, decimal, describe, id, named, nullable, object, optional, patchOf, queryBoolean, text, timestamp, withDefault,
+  type Infer,
+} from '../../schema.ts';
+
+export const Item = named('Item', object({
+  id: id(),
+  sku: text({ description: 'Stock-keeping unit, unique within the account.' }),
+  name: text(),
+  description: nullable(text()),
+  unit: text({ description: 'Unit of measure.' }),
+  price: nullable(decimal({ description: 'Sale price per unit; sales orders of shape A take it.' })),
+  cost: nullable(decimal({ description: 'Purchase cost per unit.' })),
+  barcode: nullable(text()),
+  archived: describe(boolean(), { type: 'boolean', description: 'Archived items stay readable by id and are left out of lists.' }),
+  createdAt: timestamp(),
+  updatedAt: timestamp(),
+}));
+export type Item = Infer<typeof Item>;
+
+export const CreateItem = named('CreateItem', object({
+  sku: text({ min: 1, max: 100, description: 'Unique within the account; a duplicate is a 409.' }),
+  name: text({ min: 1, max: 255 }),
+  description: optional(nullable(text({ max: 5000 }))),
+  unit: withDefault(text({ min: 1, max: 32 }), 'pcs'),
+  price: optional(nullable(decimal({ sign: 'nonNegative', example: 12.5 }))),
+  cost: optional(nullable(decimal({ sign: 'nonNegative', example: 7.25 }))),
+  barcode: optional(nullable(text({ max: 64 }))),
+}));
+export type CreateItem = Infer<typeof CreateItem>;
+
+export const UpdateItem = named('UpdateItem', patchOf(CreateItem, {
+  archived: optional(describe(boolean(), { type: 'boolean', description: '`false` restores an archived item.' })),
+}));
+export type UpdateItem = Infer<typeof UpdateItem>;
+
+export const ItemListQuery = listQuery({
+  sku: optional(text({ max: 100, description: 'Exact SKU.' })),
+  q: optional(text({ min: 1, max: 255, description: 'Case-insensitive substring of the name or SKU.' })),
+  includeArchived: optional(queryBoolean('Include archived items (default false).')),
+});
+export type ItemListQuery = Infer<typeof ItemListQuery>;

@@ -1,0 +1,19 @@
+import { resourceRoutes } from '../../resource-routes.ts';
+import { findLocation, insertLocation, listLocations, toLocation, updateLocation } from './queries.ts';
+import { CreateLocation, Location, LocationListQuery, UpdateLocation } from './schema.ts';
+
+export const locationRoutes = Object.values(resourceRoutes({
+  name: 'Location',
+  path: '/locations',
+  tag: 'Locations',
+  record: Location,
+  createBody: CreateLocation,
+  updateBody: UpdateLocation,
+  listQuery: LocationListQuery,
+  toRecord: toLocation,
+  find: findLocation,
+  insert: insertLocation,
+  update: updateLocation,
+  list: listLocations,
+  conflict: 'Another location already has this code (the body carries its `existingId`)',
+}));

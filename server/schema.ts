@@ -1,0 +1,173 @@
+// Building blocks for request and response schemas. Each helper returns a superstruct Struct (used to validate
+// and to infer types) and records what OpenAPI needs to know about it (used by openapi.ts), so the document
+// is generated from the very structs the routes validate with.
+import * as s from 'superstruct';
+import type { Struct } from 'superstruct';
+
+export type { Infer, Struct } from 'superstruct';
+// superstruct's object() rejects unknown keys; enums/literal/array/union carry their own OpenAPI shape.
+export { array, boolean, enums, literal, union } from 'superstruct';
+
+export interface JsonSchema {
+  [keyword: string]: unknown;
+}
+
+interface Meta {
+  schema?: JsonSchema;
+  name?: string;
+  optional?: boolean;
+  nullable?: boolean;
+  default?: unknown;
+  inner?: AnyStruct;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyStruct = Struct<any, any>;
+type ObjectShape = Record<string, AnyStruct>;
+
+const META = new WeakMap<AnyStruct, Meta>();
+
+export function metaOf(struct: AnyStruct): Meta {
+  return META.get(struct) ?? {};
+}
+
+function withMeta<T extends AnyStruct>(struct: T, meta: Meta): T {
+  META.set(struct, { ...META.get(struct), ...meta });
+  return struct;
+}
+
+/** Adds OpenAPI keywords (description, example, format, ...) to a struct. */
+export function describe<T extends AnyStruct>(struct: T, schema: JsonSchema): T {
+  return withMeta(struct, { schema: { ...metaOf(struct).schema, ...schema } });
+}
+
+/** Names a struct: OpenAPI lists it under components.schemas and refers to it with $ref. */
+export function named<T extends AnyStruct>(name: string, struct: T): T {
+  return withMeta(struct, { name });
+}
+
+export function optional<T, S>(struct: Struct<T, S>): Struct<T | undefined, S> {
+  return withMeta(s.optional(struct), { optional: true, inner: struct });
+}
+
+export function nullable<T, S>(struct: Struct<T, S>): Struct<T | null, S> {
+  return withMeta(s.nullable(struct), { nullable: true, inner: struct });
+}
+
+/** Optional in the request; the value is filled in when absent. */
+export function withDefault<T, S>(struct: Struct<T, S>, value: T): Struct<T, S> {
+  return withMeta(s.defaulted(struct, value), { optional: true, default: value, inner: struct });
+}
+
+export function object<S extends ObjectShape>(shape: S) {
+  return s.object(shape);
+}
+
+export function text(options: { max?: number; min?: number; description?: string; format?: string } = {}): Struct<string, null> {
+  const { min = 0, max = 1000, description } = options;
+  const struct = s.refine(s.string(), 'text', (value) => {
+    const length = value.trim().length;
+    if (min > 0 && length === 0) return 'must not be blank';
+    if (length < min) return `must be at least ${min} characters`;
+    if (value.length > max) return `must be at most ${max} characters`;
+    return true;
+  });
+  return describe(struct, { type: 'string', minLength: min, maxLength: max, description, format: options.format });
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export function email(): Struct<string, null> {
+  const struct = s.refine(s.string(), 'email', (value) =>
+    (EMAIL.test(value) && value.length <= 254) || 'must be a valid email address');
+  return describe(struct, { type: 'string', format: 'email', maxLength: 254 });
+}
+
+export function id(description?: string): Struct<string, null> {
+  return describe(s.string(), { type: 'string', description, example: '3f8e2c1a-6b7d-4e9f-9a21-5c0d8e7b6a14' });
+}
+
+export function timestamp(description?: string): Struct<string, null> {
+  return describe(s.string(), { type: 'string', format: 'date-time', description });
+}
+
+export function integer(schema: JsonSchema = {}): Struct<number, null> {
+  return describe(s.integer(), { type: 'integer', ...schema });
+}
+
+/** Every field of a create struct made optional and defaults dropped, plus `extra` fields: the body of a PATCH. */
+export function patchOf<T extends Record<string, unknown>, E extends ObjectShape = Record<string, never>>(
+  create: Struct<T, any>,
+  extra?: E,
+): Struct<Partial<T> & { [K in keyof E]?: s.Infer<E[K]> }, ObjectShape> {
+  const shape: ObjectShape = {};
+  for (const [key, field] of Object.entries(create.schema as ObjectShape)) {
+    const meta = metaOf(field);
+    shape[key] = meta.optional ? (meta.default !== undefined && meta.inner ? optional(meta.inner) : field) : optional(field);
+  }
+  return s.object({ ...shape, ...extra }) as unknown as Struct<Partial<T> & { [K in keyof E]?: s.Infer<E[K]> }, ObjectShape>;
+}
+
+/** The largest magnitude a quantity or amount may have: 15 significant digits keep a JSON number exact. */
+export const MAX_DECIMAL = 999_999_999.999999;
+const MAX_PLACES = 6;
+
+function decimalPlaces(value: number): number {
+  const [mantissa = '', exponent = '0'] = String(Math.abs(value)).split('e');
+  const fraction = mantissa.split('.')[1] ?? '';
+  return Math.max(0, fraction.length - Number(exponent));
+}
+
+interface DecimalOptions {
+  /** 'positive': > 0; 'nonNegative': >= 0; 'nonZero': signed but not 0. */
+  sign?: 'positive' | 'nonNegative' | 'nonZero';
+  description?: string;
+  example?: number;
+}
+
+/** An exact decimal: a finite JSON number with at most 6 decimal places, stored as numeric. */
+export function decimal(options: DecimalOptions = {}): Struct<number, null> {
+  const { sign } = options;
+  const struct = s.refine(s.number(), 'decimal', (value) => {
+    if (!Number.isFinite(value)) return 'must be a finite number';
+    if (Math.abs(value) > MAX_DECIMAL) return `must be between -${MAX_DECIMAL} and ${MAX_DECIMAL}`;
+    if (decimalPlaces(value) > MAX_PLACES) return `must have at most ${MAX_PLACES} decimal places`;
+    if (sign === 'positive' && value <= 0) return 'must be greater than 0';
+    if (sign === 'nonNegative' && value < 0) return 'must not be negative';
+    if (sign === 'nonZero' && value === 0) return 'must not be 0';
+    return true;
+  });
+  return describe(struct, {
+    type: 'number',
+    description: options.description,
+    example: options.example,
+    ...(sign === 'positive' ? { exclusiveMinimum: 0 } : {}),
+    ...(sign === 'nonNegative' ? { minimum: 0 } : {}),
+    ...(sign === 'nonZero' ? { not: { const: 0 } } : {}),
+    ...(sign === 'positive' || sign === 'nonNegative' ? { maximum: MAX_DECIMAL } : { minimum: -MAX_DECIMAL, maximum: MAX_DECIMAL }),
+    multipleOf: 0.000001,
+  });
+}
+
+// --- Query strings: every value arrives as a string, so these coerce before they check.
+
+export function queryInteger(options: { min: number; max: number; description?: string }): Struct<number, null> {
+  const base = s.refine(s.integer(), 'range', (value) =>
+    (value >= options.min && value <= options.max) || `must be an integer from ${options.min} to ${options.max}`);
+  const struct = s.coerce(base, s.string(), (raw) => (/^-?\d+$/.test(raw) ? Number(raw) : raw));
+  return describe(struct, { type: 'integer', minimum: options.min, maximum: options.max, description: options.description });
+}
+
+export function queryBoolean(description?: string): Struct<boolean, null> {
+  const struct = s.coerce(s.boolean(), s.string(), (raw) => (raw === 'true' ? true : raw === 'false' ? false : raw));
+  return describe(struct, { type: 'boolean', description });
+}
+
+export function queryTimestamp(description?: string): Struct<Date, null> {
+  const struct = s.coerce(
+    s.refine(s.date(), 'timestamp', (value) => !Number.isNaN(value.getTime()) || 'must be an ISO-8601 timestamp'),
+    s.string(),
+    (raw) => (/^\d{4}-\d{2}-\d{2}/.test(raw) ? new Date(raw) : raw),
+  );
+  return describe(struct, { type: 'string', format: 'date-time', description });
+}

@@ -1,0 +1,138 @@
+// Accounts, their users and API keys: used by the operator CLI, `npm start`'s demo account and the web's auth.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from '../db/knex.ts';
+
+const KEY_PREFIX = 'srk_';
+
+export interface ApiKeyIdentity {
+  keyId: string;
+  accountId: string;
+  userId: string;
+}
+
+export interface ApiKeySummary {
+  id: string;
+  accountId: string;
+  userId: string;
+  userEmail: string;
+  label: string | null;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export class AccountError extends Error {}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** 32 random bytes (256 bits), base64url: shown once, stored only as its SHA-256. */
+function generateKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+function normaliseEmail(email: string): string {
+  const value = email.trim().toLowerCase();
+  if (!EMAIL.test(value)) throw new AccountError(`"${email}" is not a valid email address`);
+  return value;
+}
+
+export async function createAccount(db: Db, name: string, email: string): Promise<{ accountId: string; userId: string }> {
+  if (!name.trim()) throw new AccountError('The account name must not be blank');
+  const userEmail = normaliseEmail(email);
+  return db.transaction(async (trx) => {
+    const [account] = await trx('accounts').insert({ name: name.trim() }).returning('id');
+    const [user] = await trx('users').insert({ account_id: account.id, email: userEmail }).returning('id');
+    return { accountId: account.id as string, userId: user.id as string };
+  });
+}
+
+async function requireAccount(db: Db, accountId: string): Promise<void> {
+  const found = isUuid(accountId) && (await db('accounts').where({ id: accountId }).first('id'));
+  if (!found) throw new AccountError(`No account with id "${accountId}"`);
+}
+
+/** Creates a key acting as the account's user with that email, creating the user when the account has none. */
+export async function createApiKey(
+  db: Db,
+  input: { accountId: string; email: string; label?: string },
+): Promise<{ id: string; key: string; userId: string }> {
+  const email = normaliseEmail(input.email);
+  await requireAccount(db, input.accountId);
+  const key = generateKey();
+  return db.transaction(async (trx) => {
+    await trx('users').insert({ account_id: input.accountId, email }).onConflict(['account_id', 'email']).ignore();
+    const user = await trx('users').where({ account_id: input.accountId, email }).first('id');
+    const [row] = await trx('api_keys')
+      .insert({
+        account_id: input.accountId,
+        user_id: user.id,
+        label: input.label ?? null,
+        key_hash: hashKey(key),
+        key_prefix: key.slice(0, KEY_PREFIX.length + 6),
+      })
+      .returning('id');
+    return { id: row.id as string, key, userId: user.id as string };
+  });
+}
+
+export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string; revokedAt: string }> {
+  const found = isUuid(keyId) && (await db('api_keys').where({ id: keyId }).first('id', 'revoked_at'));
+  if (!found) throw new AccountError(`No API key with id "${keyId}"`);
+  // Revoking twice keeps the first revocation time.
+  const [row] = await db('api_keys')
+    .where({ id: keyId })
+    .update({ revoked_at: db.raw('coalesce(revoked_at, now())'), updated_at: db.fn.now() })
+    .returning(['id', 'revoked_at']);
+  return { id: row.id, revokedAt: row.revoked_at.toISOString() };
+}
+
+export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeySummary[]> {
+  await requireAccount(db, accountId);
+  const rows = await db('api_keys as k')
+    .join('users as u', 'u.id', 'k.user_id')
+    .where('k.account_id', accountId)
+    .orderBy([{ column: 'k.created_at' }, { column: 'k.id' }])
+    .select('k.*', 'u.email as user_email');
+  return rows.map((row) => ({
+    id: row.id,
+    accountId: row.account_id,
+    userId: row.user_id,
+    userEmail: row.user_email,
+    label: row.label,
+    prefix: row.key_prefix,
+    createdAt: row.created_at.toISOString(),
+    lastUsedAt: row.last_used_at?.toISOString() ?? null,
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+  }));
+}
+
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** The identity behind a key, or null when the key is unknown or revoked. */
+export async function findApiKey(db: Db, key: string): Promise<ApiKeyIdentity | null> {
+  const row = await db('api_keys')
+    .where({ key_hash: hashKey(key) })
+    .whereNull('revoked_at')
+    .first('id', 'account_id', 'user_id', 'last_used_at');
+  if (!row) return null;
+  // Recorded at minute resolution so that a busy key does not write on every request.
+  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+    await db('api_keys').where({ id: row.id }).update({ last_used_at: db.fn.now() });
+  }
+  return { keyId: row.id, accountId: row.account_id, userId: row.user_id };
+}
+
+export async function countAccounts(db: Db): Promise<number> {
+  const row = await db('accounts').count({ count: '*' }).first();
+  return Number(row?.count ?? 0);
+}

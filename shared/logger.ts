@@ -1,0 +1,36 @@
+import { Logger as WorkerLogger } from 'graphile-worker';
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+// Keys, secrets and Authorization values must never reach the logs, whatever object carries them.
+const REDACT_PATHS = [
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers["x-api-key"]',
+  'headers.authorization',
+  'key',
+  'secret',
+  '*.key',
+  '*.secret',
+  '*.apiKey',
+  '*.password',
+];
+
+export function createLogger(level: string, name?: string, destination?: NodeJS.WritableStream): Logger {
+  const options = { level, name, redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+const WORKER_LEVELS = { error: 'error', warning: 'warn', info: 'info', debug: 'debug' } as const;
+
+/** graphile-worker logs through its own interface; route it into pino so both processes log one JSON format. */
+export function toWorkerLogger(logger: Logger): WorkerLogger {
+  return new WorkerLogger((scope) => {
+    const child = logger.child(scope);
+    return (level, message, meta) => {
+      child[WORKER_LEVELS[level] ?? 'info'](meta ?? {}, message);
+    };
+  });
+}

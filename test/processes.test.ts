@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import test from 'ava';
+import { useHarness } from './helpers/harness.ts';
+
+const h = useHarness(test);
+
+interface Started {
+  child: ChildProcess;
+  lines: string[];
+  exited: Promise<number | null>;
+}
+
+/** Starts an entry point and waits for the JSON log line whose msg is `ready`. */
+async function start(script: string, ready: string, env: Record<string, string> = {}): Promise<Started & { readyLine: Record<string, unknown> }> {
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, DATABASE_URL: h.databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+  });
+  const lines: string[] = [];
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const readyLine = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    let buffer = '';
+    child.stdout!.on('data', (chunk) => {
+      buffer += chunk;
+      for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
+        const line = buffer.slice(0, at);
+        buffer = buffer.slice(at + 1);
+        lines.push(line);
+        const entry = JSON.parse(line);
+        if (entry.msg === ready) resolve(entry);
+      }
+    });
+    child.stderr!.on('data', (chunk) => lines.push(String(chunk)));
+    void exited.then((code) => reject(new Error(`${script} exited with ${code} before it was ready: ${lines.join('\n')}`)));
+  });
+  return { child, lines, exited, readyLine };
+}
+
+test('web: SIGTERM lets an in-flight request finish, then exits 0', async (t) => {
+  const account = await h.newAccount();
+  const web = await start('server/main.ts', 'web listening');
+  const port = web.readyLine.port as number;
+
+  const body = JSON.stringify({ sku: 'INFLIGHT', name: 'Sent while the server stops' });
+  const request = http.request({
+    host: '127.0.0.1', port, method: 'POST', path: '/rest/api/v2/items',
+    headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'X-API-Key': account.key },
+  });
+  const responded = once(request, 'response');
+  request.write(body.slice(0, 10));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  web.child.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  request.end(body.slice(10));
+
+  const [response] = (await responded) as [http.IncomingMessage];
+  t.is(response.statusCode, 201);
+  response.resume();
+  t.is(await web.exited, 0);
+  t.true(web.lines.some((line) => line.includes('"msg":"stopped"')));
+  t.truthy(await h.db('items').where({ account_id: account.accountId, sku: 'INFLIGHT' }).first());
+});
+
+test('worker: SIGTERM stops it cleanly with exit 0', async (t) => {
+  const worker = await start('jobs/main.ts', 'worker started');
+  worker.child.kill('SIGTERM');
+  t.is(await worker.exited, 0);
+  t.true(worker.lines.some((line) => line.includes('"msg":"stopped"')));
+});
+
+test('web and worker refuse to start without DATABASE_URL, naming it', async (t) => {
+  for (const script of ['server/main.ts', 'jobs/main.ts']) {
+    const child = spawn(process.execPath, [script], { env: { ...process.env, DATABASE_URL: '' } });
+    let output = '';
+    child.stdout.on('data', (chunk) => { output += chunk; });
+    child.stderr.on('data', (chunk) => { output += chunk; });
+    const [code] = await once(child, 'exit');
+    t.is(code, 1, script);
+    t.regex(output, /DATABASE_URL is not set/, script);
+  }
+});
+
+test('a bad setting stops start-up with a message naming the variable', async (t) => {
+  const child = spawn(process.execPath, ['server/main.ts'], { env: { ...process.env, DATABASE_URL: h.databaseUrl, RATE_LIMIT_PER_KEY: 'lots' } });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const [code] = await once(child, 'exit');
+  t.is(code, 1);
+  t.regex(stderr, /RATE_LIMIT_PER_KEY must be an integer/);
+});
