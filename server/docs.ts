@@ -34,15 +34,21 @@ export function publicRouter(db: Db, openApiDocument: object): Router<AppState> 
     ctx.body = documentJson;
   });
 
-  router.get(`${API_PREFIX}/docs/swagger`, koaSwagger({
+  const swaggerUi = koaSwagger({
     routePrefix: false,
     title: 'Stockroom API',
     swaggerVersion,
     swaggerCdnUrl: ASSETS_PATH,
     favicon: `${ASSETS_PATH}/${swaggerVersion}/favicon.png`,
     hideTopbar: true,
-    swaggerOptions: { url: `${API_PREFIX}/openapi.json`, persistAuthorization: true },
-  }));
+    // Keys are not kept in the browser's storage: the page forgets them when it closes.
+    swaggerOptions: { url: `${API_PREFIX}/openapi.json`, persistAuthorization: false },
+  });
+  router.get(`${API_PREFIX}/docs/swagger`, async (ctx, next) => {
+    await swaggerUi(ctx, next);
+    // The template links web fonts from Google; the page must not reach outside this service.
+    if (typeof ctx.body === 'string') ctx.body = ctx.body.replace(/<link[^>]+fonts\.googleapis\.com[^>]*>/g, '');
+  });
 
   router.get(`${ASSETS_PATH}/:version/:file`, (ctx) => {
     const asset = ASSETS[ctx.params.file ?? ''];

@@ -140,7 +140,8 @@ export function decimal(options: DecimalOptions = {}): Struct<number, null> {
   return describe(struct, {
     type: 'number',
     description: options.description,
-    example: options.example,
+    // Without one, Swagger UI shows the minimum as the example.
+    example: options.example ?? (sign === 'nonZero' ? -3 : sign === 'positive' ? 5 : 10),
     ...(sign === 'positive' ? { exclusiveMinimum: 0 } : {}),
     ...(sign === 'nonNegative' ? { minimum: 0 } : {}),
     ...(sign === 'nonZero' ? { not: { const: 0 } } : {}),

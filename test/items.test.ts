@@ -1,6 +1,6 @@
 import test from 'ava';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
-import type { Client } from './helpers/client.ts';
+import type { Client, Response } from './helpers/client.ts';
 
 const h = useHarness(test);
 
@@ -167,7 +167,7 @@ test('the list body is {data, page, limit}; full pages link the next one, and fo
   let next: string | undefined = `${h.app.baseUrl}/rest/api/v2/items?limit=50`;
   let pages = 0;
   while (next) {
-    const response = await account.api.get(next);
+    const response: Response = await account.api.get(next);
     pages += 1;
     t.is(response.body.page, pages);
     seen.push(...response.body.data.map((i: { id: string }) => i.id));
