@@ -3,6 +3,7 @@ import { createLogger, toWorkerLogger } from '../shared/logger.ts';
 import type { Knex } from 'knex';
 import { createDb } from './knex.ts';
 import * as foundation from './migrations/001_foundation.ts';
+import * as stock from './migrations/002_stock.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -12,6 +13,7 @@ interface Migration {
 // Listed explicitly rather than globbed from disk: the order is visible and the loader never guesses extensions.
 const MIGRATIONS: Record<string, Migration> = {
   '001_foundation': foundation,
+  '002_stock': stock,
 };
 
 const source: Knex.MigrationSource<string> = {

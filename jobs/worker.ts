@@ -16,6 +16,8 @@ export async function startWorker(config: Config, connectionString: string, logg
     noHandleSignals: true,
     logger: toWorkerLogger(logger),
     taskList,
+    // No recurring jobs: without this graphile-worker looks for a ./crontab file.
+    crontab: '',
   });
   return { stop: () => runner.stop() };
 }

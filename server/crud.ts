@@ -63,3 +63,10 @@ export async function listOwned<Row extends OwnedRow>(
   filter(query);
   return fetchPage<Row>(query, table, page);
 }
+
+/** A filter on an id column; a malformed id matches nothing rather than raising a database error. */
+export function whereId(query: Knex.QueryBuilder, column: string, id: string | undefined): void {
+  if (id === undefined) return;
+  if (isUuid(id)) query.where(column, id);
+  else query.whereRaw('false');
+}

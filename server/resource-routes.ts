@@ -1,5 +1,6 @@
 // The list / get / create / update routes that plain account-owned resources share.
 import type { Knex } from 'knex';
+import { recordEvent, type EventType } from '../shared/events.ts';
 import type { OwnedRow } from './crud.ts';
 import { NotFoundError } from './errors.ts';
 import { listOf, pageReply, pageRequest, type PageRequest } from './pagination.ts';
@@ -23,6 +24,8 @@ export interface ResourceDefinition<Row extends OwnedRow, Rec, Create, Update, Q
   list: (db: Knex, accountId: string, filters: Query, page: PageRequest) => Promise<Row[]>;
   /** Why a create or update can conflict, when it can. */
   conflict?: string;
+  /** Events recorded, in the same transaction, when a record is created or changed. */
+  events?: { created: EventType; updated: EventType };
 }
 
 export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>(
@@ -30,6 +33,7 @@ export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>
 ): { list: AnyRoute; get: AnyRoute; create: AnyRoute; update: AnyRoute } {
   const { name, path, tag, toRecord } = resource;
   const lower = name.toLowerCase();
+  const article = /^[aeiou]/.test(lower) ? 'an' : 'a';
   const notFound = { 404: `No such ${lower} in this account` };
   const conflict = resource.conflict ? { 409: resource.conflict } : {};
   const find = async (db: Knex, accountId: string, id: string) => {
@@ -51,31 +55,38 @@ export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>
     }),
     get: defineRoute({
       method: 'get', path: `${path}/{id}`, operationId: `get${name}`, tag,
-      summary: `Get a ${lower}`,
+      summary: `Get ${article} ${lower}`,
       success: { status: 200, description: `The ${lower}`, schema: resource.record },
       errors: notFound,
       handler: async ({ db, auth, params }) => ok(toRecord(await find(db, auth.accountId, params.id ?? ''))),
     }),
     create: defineRoute({
       method: 'post', path, operationId: `create${name}`, tag,
-      summary: `Create a ${lower}`,
+      summary: `Create ${article} ${lower}`,
       body: resource.createBody,
       success: { status: 201, description: `The created ${lower}`, schema: resource.record },
       errors: conflict,
-      handler: async ({ db, auth, body }) => created(toRecord(await resource.insert(db, auth.accountId, body))),
+      handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
+        const record = toRecord(await resource.insert(trx, auth.accountId, body));
+        if (resource.events) await recordEvent(trx, auth.accountId, { type: resource.events.created, data: record });
+        return record;
+      })),
     }),
     update: defineRoute({
       method: 'patch', path: `${path}/{id}`, operationId: `update${name}`, tag,
-      summary: `Update a ${lower}`,
+      summary: `Update ${article} ${lower}`,
       description: 'Only the fields sent change.',
       body: resource.updateBody,
       success: { status: 200, description: `The updated ${lower}`, schema: resource.record },
       errors: { ...notFound, ...conflict },
-      handler: async ({ db, auth, params, body }) => {
-        const row = await resource.update(db, auth.accountId, params.id ?? '', body);
+      handler: async ({ db, auth, params, body }) => ok(await db.transaction(async (trx) => {
+        const row = await resource.update(trx, auth.accountId, params.id ?? '', body);
         if (!row) throw new NotFoundError(name);
-        return ok(toRecord(row));
-      },
+        const record = toRecord(row);
+        const changed = Object.values(body as object).some((value) => value !== undefined);
+        if (resource.events && changed) await recordEvent(trx, auth.accountId, { type: resource.events.updated, data: record });
+        return record;
+      })),
     }),
   };
 }

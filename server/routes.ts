@@ -3,9 +3,11 @@ import type { AnyRoute } from './route.ts';
 import { customerRoutes } from './resources/customers/routes.ts';
 import { itemRoutes } from './resources/items/routes.ts';
 import { locationRoutes } from './resources/locations/routes.ts';
+import { stockRoutes } from './resources/stock/routes.ts';
 
 export const apiRoutes: AnyRoute[] = [
   ...itemRoutes,
   ...locationRoutes,
   ...customerRoutes,
+  ...stockRoutes,
 ];

@@ -1,6 +1,7 @@
 import { NotFoundError } from '../../errors.ts';
 import { resourceRoutes } from '../../resource-routes.ts';
 import { defineRoute, ok } from '../../route.ts';
+import { recordEvent } from '../../../shared/events.ts';
 import { findItem, insertItem, listItems, toItem, updateItem } from './queries.ts';
 import { CreateItem, Item, ItemListQuery, UpdateItem } from './schema.ts';
 
@@ -18,6 +19,7 @@ const items = resourceRoutes({
   update: updateItem,
   list: listItems,
   conflict: 'Another item already has this sku (the body carries its `existingId`)',
+  events: { created: 'item.created', updated: 'item.updated' },
 });
 
 const archiveItem = defineRoute({
@@ -27,11 +29,14 @@ const archiveItem = defineRoute({
     + 'Archived items stay readable by id and leave lists unless `includeArchived=true`. Archiving twice is harmless.',
   success: { status: 200, description: 'The archived item', schema: Item },
   errors: { 404: 'No such item in this account' },
-  handler: async ({ db, auth, params }) => {
-    const row = await updateItem(db, auth.accountId, params.id ?? '', { archived: true });
-    if (!row) throw new NotFoundError('Item');
-    return ok(toItem(row));
-  },
+  handler: async ({ db, auth, params }) => ok(await db.transaction(async (trx) => {
+    const current = await findItem(trx, auth.accountId, params.id ?? '');
+    if (!current) throw new NotFoundError('Item');
+    if (current.archived_at) return toItem(current);
+    const item = toItem((await updateItem(trx, auth.accountId, current.id, { archived: true }))!);
+    await recordEvent(trx, auth.accountId, { type: 'item.updated', data: item });
+    return item;
+  })),
 });
 
 const listNote = 'Archived items are left out unless `includeArchived=true`. '

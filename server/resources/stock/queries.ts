@@ -1,0 +1,105 @@
+import type { Knex } from 'knex';
+import { findOwned, insertOwned, listOwned, whereId, type OwnedRow } from '../../crud.ts';
+import type { PageRequest } from '../../pagination.ts';
+import type { MovementRow } from './ledger.ts';
+import type {
+  StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery, StockMovementListQuery, StockTransfer,
+  StockTransferListQuery,
+} from './schema.ts';
+
+export interface StockLevelRow extends OwnedRow {
+  item_id: string;
+  location_id: string;
+  quantity: number;
+}
+
+export interface AdjustmentRow extends OwnedRow {
+  item_id: string;
+  location_id: string;
+  quantity: number;
+  reason: string;
+  level_after: number;
+  created_by: string;
+}
+
+export interface TransferRow extends OwnedRow {
+  item_id: string;
+  from_location_id: string;
+  to_location_id: string;
+  quantity: number;
+  reason: string | null;
+  from_level_after: number;
+  to_level_after: number;
+  created_by: string;
+}
+
+export function toStockLevel(row: StockLevelRow): StockLevel {
+  return { itemId: row.item_id, locationId: row.location_id, quantity: row.quantity, updatedAt: row.updated_at.toISOString() };
+}
+
+export function toAdjustment(row: AdjustmentRow): StockAdjustment {
+  return {
+    id: row.id,
+    itemId: row.item_id,
+    locationId: row.location_id,
+    quantity: row.quantity,
+    reason: row.reason,
+    stockLevel: { quantity: row.level_after },
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+export function toTransfer(row: TransferRow): StockTransfer {
+  return {
+    id: row.id,
+    itemId: row.item_id,
+    fromLocationId: row.from_location_id,
+    toLocationId: row.to_location_id,
+    quantity: row.quantity,
+    reason: row.reason,
+    stockLevels: { from: { quantity: row.from_level_after }, to: { quantity: row.to_level_after } },
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+export function listStockLevels(db: Knex, accountId: string, filters: StockLevelListQuery, page: PageRequest): Promise<StockLevelRow[]> {
+  return listOwned<StockLevelRow>(db, 'stock_levels', accountId, page, (query) => {
+    whereId(query, 'item_id', filters.itemId);
+    whereId(query, 'location_id', filters.locationId);
+  });
+}
+
+export function listStockMovements(db: Knex, accountId: string, filters: StockMovementListQuery, page: PageRequest): Promise<MovementRow[]> {
+  return listOwned<MovementRow>(db, 'stock_movements', accountId, page, (query) => {
+    whereId(query, 'item_id', filters.itemId);
+    whereId(query, 'location_id', filters.locationId);
+    if (filters.type !== undefined) query.where('type', filters.type);
+  });
+}
+
+export async function insertAdjustment(db: Knex, accountId: string, values: Omit<AdjustmentRow, 'account_id' | 'created_at' | 'updated_at'>): Promise<AdjustmentRow> {
+  return (await insertOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, { ...values, quantity: String(values.quantity) }))!;
+}
+
+export const findAdjustment = (db: Knex, accountId: string, id: string) => findOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, id);
+
+export function listAdjustments(db: Knex, accountId: string, filters: StockAdjustmentListQuery, page: PageRequest): Promise<AdjustmentRow[]> {
+  return listOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, page, (query) => {
+    whereId(query, 'item_id', filters.itemId);
+    whereId(query, 'location_id', filters.locationId);
+  });
+}
+
+export async function insertTransfer(db: Knex, accountId: string, values: Omit<TransferRow, 'account_id' | 'created_at' | 'updated_at'>): Promise<TransferRow> {
+  return (await insertOwned<TransferRow>(db, 'stock_transfers', accountId, { ...values, quantity: String(values.quantity) }))!;
+}
+
+export const findTransfer = (db: Knex, accountId: string, id: string) => findOwned<TransferRow>(db, 'stock_transfers', accountId, id);
+
+export function listTransfers(db: Knex, accountId: string, filters: StockTransferListQuery, page: PageRequest): Promise<TransferRow[]> {
+  return listOwned<TransferRow>(db, 'stock_transfers', accountId, page, (query) => {
+    whereId(query, 'item_id', filters.itemId);
+  });
+}

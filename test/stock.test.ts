@@ -1,0 +1,279 @@
+import test from 'ava';
+import { moveStock } from '../server/resources/stock/ledger.ts';
+import { ConflictError } from '../server/errors.ts';
+import { useHarness, type TestAccount } from './helpers/harness.ts';
+
+const h = useHarness(test);
+
+interface Setup extends TestAccount {
+  itemId: string;
+  mainId: string;
+  backId: string;
+}
+
+async function setup(): Promise<Setup> {
+  const account = await h.newAccount();
+  const item = await account.api.post('/items', { sku: 'BOLT', name: 'Bolt' });
+  const main = await account.api.post('/locations', { name: 'Main', code: 'MAIN' });
+  const back = await account.api.post('/locations', { name: 'Back room', code: 'BACK' });
+  return { ...account, itemId: item.body.id, mainId: main.body.id, backId: back.body.id };
+}
+
+async function level(s: Setup, locationId: string): Promise<number> {
+  const { body } = await s.api.get(`/stock-levels?itemId=${s.itemId}&locationId=${locationId}`);
+  return body.data[0]?.quantity ?? 0;
+}
+
+/** Rows each table holds for the account: what a rolled-back change must leave untouched. */
+async function footprint(accountId: string) {
+  const count = async (table: string) => Number((await h.db(table).where({ account_id: accountId }).count({ n: '*' }).first())!.n);
+  const jobs = await h.db.raw(
+    `select count(*)::int as n from graphile_worker.jobs j join events e on j.key = 'event:' || e.id
+     where j.task_identifier = 'events__dispatch' and e.account_id = ?`, [accountId]);
+  return {
+    movements: await count('stock_movements'),
+    adjustments: await count('stock_adjustments'),
+    transfers: await count('stock_transfers'),
+    events: await count('events'),
+    jobs: jobs.rows[0].n as number,
+  };
+}
+
+/** The invariant: for every item and location, the level equals the sum of its movements. */
+async function ledgerMismatches(accountId: string): Promise<unknown[]> {
+  const { rows } = await h.db.raw(
+    `select l.item_id, l.location_id, l.quantity, coalesce(sum(m.quantity), 0) as moved
+     from stock_levels l left join stock_movements m
+       on m.account_id = l.account_id and m.item_id = l.item_id and m.location_id = l.location_id
+     where l.account_id = ? group by l.item_id, l.location_id, l.quantity
+     having l.quantity <> coalesce(sum(m.quantity), 0)`, [accountId]);
+  return rows;
+}
+
+const adjust = (s: Setup, quantity: number, extra: Record<string, unknown> = {}) =>
+  s.api.post('/stock-adjustments', { itemId: s.itemId, locationId: s.mainId, quantity, reason: 'cycle count', ...extra });
+
+test('+10 then -3 leaves 7; the response carries the new level', async (t) => {
+  const s = await setup();
+  const first = await adjust(s, 10, { reason: 'received' });
+  t.is(first.status, 201);
+  t.like(first.body, { itemId: s.itemId, locationId: s.mainId, quantity: 10, reason: 'received', stockLevel: { quantity: 10 }, createdBy: s.userId });
+  const second = await adjust(s, -3, { reason: 'damaged' });
+  t.is(second.status, 201);
+  t.deepEqual(second.body.stockLevel, { quantity: 7 });
+  t.is(await level(s, s.mainId), 7);
+
+  t.deepEqual((await s.api.get(`/stock-adjustments/${second.body.id}`)).body, second.body);
+  const listed = await s.api.get('/stock-adjustments');
+  t.deepEqual(listed.body.data.map((a: { id: string }) => a.id), [first.body.id, second.body.id]);
+  t.deepEqual(await ledgerMismatches(s.accountId), []);
+});
+
+test('a change that would go below zero is a 409 and writes nothing', async (t) => {
+  const s = await setup();
+  await adjust(s, 5);
+  const before = await footprint(s.accountId);
+  const refused = await adjust(s, -6);
+  t.is(refused.status, 409);
+  t.deepEqual(refused.body, {
+    error: 'Insufficient stock: 5 on hand, 6 needed', itemId: s.itemId, locationId: s.mainId, available: 5, requested: 6,
+  });
+  t.is(await level(s, s.mainId), 5);
+  t.deepEqual(await footprint(s.accountId), before);
+
+  const nothingThere = await adjust(s, -1, { locationId: s.backId });
+  t.is(nothingThere.status, 409);
+  t.is(nothingThere.body.available, 0);
+});
+
+test('quantity 0, a missing reason and bad references are 400s naming each field', async (t) => {
+  const s = await setup();
+  const other = await setup();
+  const cases: Array<[Record<string, unknown>, string[]]> = [
+    [{ quantity: 0 }, ['quantity']],
+    [{ reason: undefined }, ['reason']],
+    [{ reason: '  ' }, ['reason']],
+    [{ quantity: '3' }, ['quantity']],
+    [{ quantity: 1.0000001 }, ['quantity']],
+    [{ itemId: '00000000-0000-4000-8000-000000000000' }, ['itemId']],
+    [{ itemId: 'not-a-uuid', locationId: 'nor-this' }, ['itemId', 'locationId']],
+    [{ itemId: other.itemId }, ['itemId']],
+    [{ locationId: other.mainId }, ['locationId']],
+    [{ itemId: undefined, locationId: undefined, quantity: undefined, reason: undefined }, ['itemId', 'locationId', 'quantity', 'reason']],
+  ];
+  for (const [change, paths] of cases) {
+    const { status, body } = await adjust(s, 1, change);
+    t.is(status, 400, JSON.stringify(change));
+    t.deepEqual(body.errors.map((e: { path: string }) => e.path).sort(), paths, JSON.stringify(change));
+  }
+  t.deepEqual(await footprint(s.accountId), { movements: 0, adjustments: 0, transfers: 0, events: 1, jobs: 1 }, 'only the item.created of setup');
+});
+
+test('1.5 and -0.25 round-trip exactly; decimal sums stay exact', async (t) => {
+  const s = await setup();
+  t.is((await adjust(s, 1.5)).body.quantity, 1.5);
+  const down = await adjust(s, -0.25);
+  t.is(down.body.quantity, -0.25);
+  t.is(down.body.stockLevel.quantity, 1.25);
+  await adjust(s, 0.1, { locationId: s.backId });
+  t.is((await adjust(s, 0.2, { locationId: s.backId })).body.stockLevel.quantity, 0.3);
+  const movements = await s.api.get(`/stock-movements?locationId=${s.mainId}`);
+  t.deepEqual(movements.body.data.map((m: { quantity: number }) => m.quantity), [1.5, -0.25]);
+  t.is(await level(s, s.mainId), 1.25);
+});
+
+test('a transfer moves stock in one transaction, or not at all', async (t) => {
+  const s = await setup();
+  await adjust(s, 10);
+  const moved = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: s.backId, quantity: 4, reason: 'restock shelf' });
+  t.is(moved.status, 201);
+  t.like(moved.body, { quantity: 4, reason: 'restock shelf', stockLevels: { from: { quantity: 6 }, to: { quantity: 4 } } });
+  t.is(await level(s, s.mainId), 6);
+  t.is(await level(s, s.backId), 4);
+  t.deepEqual((await s.api.get(`/stock-transfers/${moved.body.id}`)).body, moved.body);
+
+  const movements = await s.api.get('/stock-movements?type=transfer');
+  // Both movements share one timestamp, so the list orders them by id: compare as a set.
+  const pairs = movements.body.data.map((m: { quantity: number; locationId: string }) => [m.locationId, m.quantity]);
+  t.deepEqual(pairs.sort((a: [string, number], b: [string, number]) => a[1] - b[1]), [[s.mainId, -4], [s.backId, 4]]);
+  for (const movement of movements.body.data) t.deepEqual(movement.source, { type: 'stock_transfer', id: moved.body.id });
+
+  const before = await footprint(s.accountId);
+  const tooMuch = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.backId, toLocationId: s.mainId, quantity: 5 });
+  t.is(tooMuch.status, 409);
+  t.like(tooMuch.body, { locationId: s.backId, available: 4, requested: 5 });
+  t.deepEqual(await footprint(s.accountId), before);
+  t.is(await level(s, s.mainId), 6);
+
+  const same = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: s.mainId, quantity: 1 });
+  t.is(same.status, 400);
+  t.deepEqual(same.body.errors, [{ path: 'toLocationId', message: 'must differ from fromLocationId' }]);
+  const invalid = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: 'nope', quantity: -1 });
+  t.deepEqual(invalid.body.errors.map((e: { path: string }) => e.path), ['quantity']);
+  const unknown = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: 'nope', quantity: 1 });
+  t.deepEqual(unknown.body.errors.map((e: { path: string }) => e.path), ['toLocationId']);
+  t.deepEqual(await ledgerMismatches(s.accountId), []);
+});
+
+test('50 concurrent -1 adjustments against 30: exactly 30 succeed, 20 are 409s, the level ends at 0', async (t) => {
+  const s = await setup();
+  await adjust(s, 30);
+  const results = await Promise.all(Array.from({ length: 50 }, () => adjust(s, -1)));
+  const statuses = results.map((r) => r.status);
+  t.is(statuses.filter((status) => status === 201).length, 30);
+  t.is(statuses.filter((status) => status === 409).length, 20);
+  t.is(await level(s, s.mainId), 0);
+  const levelsSeen = results.filter((r) => r.status === 201).map((r) => r.body.stockLevel.quantity).sort((a, b) => a - b);
+  t.deepEqual(levelsSeen, Array.from({ length: 30 }, (_, i) => i), 'each success saw a distinct level: no lost update');
+  t.deepEqual(await ledgerMismatches(s.accountId), []);
+  t.is((await footprint(s.accountId)).movements, 31);
+});
+
+test('concurrent transfers A→B and B→A of the same item do not deadlock', async (t) => {
+  const s = await setup();
+  await adjust(s, 100);
+  await adjust(s, 100, { locationId: s.backId });
+  const transfer = (from: string, to: string) =>
+    s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: from, toLocationId: to, quantity: 1 });
+  const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? transfer(s.mainId, s.backId) : transfer(s.backId, s.mainId))));
+  t.deepEqual([...new Set(results.map((r) => r.status))], [201]);
+  t.is(await level(s, s.mainId), 100);
+  t.is(await level(s, s.backId), 100);
+  t.deepEqual(await ledgerMismatches(s.accountId), []);
+});
+
+test('concurrent changes to different items do not wait on each other\'s rows', async (t) => {
+  const s = await setup();
+  const second = await s.api.post('/items', { sku: 'NUT', name: 'Nut' });
+  await adjust(s, 10);
+  await adjust(s, 10, { itemId: second.body.id });
+  // Hold a lock on the first item's level in an open transaction; the second item must still move.
+  const trx = await h.db.transaction();
+  try {
+    await trx('stock_levels').where({ item_id: s.itemId }).forUpdate().select('id');
+    const other = await adjust(s, -1, { itemId: second.body.id });
+    t.is(other.status, 201);
+  } finally {
+    await trx.rollback();
+  }
+});
+
+test('a committed movement leaves one movement, one event and one job; a rolled-back one leaves none', async (t) => {
+  const s = await setup();
+  const start = await footprint(s.accountId);
+  const done = await adjust(s, 2);
+  const after = await footprint(s.accountId);
+  t.deepEqual(after, { ...start, movements: start.movements + 1, adjustments: start.adjustments + 1, events: start.events + 1, jobs: start.jobs + 1 });
+
+  const event = await h.db('events').where({ account_id: s.accountId, type: 'stock.adjusted' }).first();
+  t.like(event.data, {
+    itemId: s.itemId, locationId: s.mainId, quantity: 2, type: 'adjustment', reason: 'cycle count', createdBy: s.userId,
+    source: { type: 'stock_adjustment', id: done.body.id }, stockLevel: { quantity: 2 },
+  });
+  // The public jobs view has no payload column; the job's key names the event.
+  const job = await h.db.raw(
+    `select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+     where t.identifier = 'events__dispatch' and j.key = ?`, [`event:${event.id}`]);
+  t.deepEqual(job.rows.map((r: { payload: unknown }) => r.payload), [{ eventId: event.id }]);
+
+  // A multi-line change whose transaction rolls back: the first line applied, the second could not.
+  const attempt = h.db.transaction((trx) => moveStock(trx, {
+    accountId: s.accountId, userId: s.userId, type: 'adjustment', reason: 'test', source: { type: 'stock_adjustment', id: done.body.id },
+    changes: [{ itemId: s.itemId, locationId: s.mainId, quantity: 5 }, { itemId: s.itemId, locationId: s.backId, quantity: -1 }],
+  }));
+  await t.throwsAsync(attempt, { instanceOf: ConflictError });
+  t.deepEqual(await footprint(s.accountId), after);
+  t.is(await level(s, s.mainId), 2);
+
+  // And one that fails after moveStock returned, for any reason.
+  await t.throwsAsync(h.db.transaction(async (trx) => {
+    await moveStock(trx, {
+      accountId: s.accountId, userId: s.userId, type: 'adjustment', reason: 'test', source: { type: 'stock_adjustment', id: done.body.id },
+      changes: [{ itemId: s.itemId, locationId: s.mainId, quantity: 5 }],
+    });
+    throw new Error('something later failed');
+  }), { message: 'something later failed' });
+  t.deepEqual(await footprint(s.accountId), after);
+});
+
+test('levels and movements: filters, isolation and paging', async (t) => {
+  const s = await setup();
+  const other = await setup();
+  await adjust(s, 3);
+  await adjust(s, 2, { locationId: s.backId });
+  await adjust(other, 9);
+
+  const levels = await s.api.get('/stock-levels');
+  t.is(levels.body.data.length, 2);
+  t.deepEqual(Object.keys(levels.body.data[0]).sort(), ['itemId', 'locationId', 'quantity', 'updatedAt']);
+  t.deepEqual((await s.api.get(`/stock-levels?locationId=${s.backId}`)).body.data.map((l: { quantity: number }) => l.quantity), [2]);
+  t.deepEqual((await s.api.get(`/stock-levels?locationId=${other.mainId}`)).body.data, [], 'another account\'s location shows nothing');
+  t.deepEqual((await s.api.get('/stock-levels?itemId=garbage')).body.data, []);
+
+  const movements = await s.api.get('/stock-movements?limit=1');
+  t.is(movements.body.data.length, 1);
+  t.regex(movements.headers.get('link') ?? '', /rel="next"/);
+  t.is((await s.api.get('/stock-movements?type=adjustment')).body.data.length, 2);
+  t.is((await s.api.get('/stock-movements?type=purchase_receipt')).body.data.length, 0);
+  const badType = await s.api.get('/stock-movements?type=theft');
+  t.is(badType.status, 400);
+  t.is(badType.body.errors[0].path, 'type');
+
+  const adjustment = (await other.api.get('/stock-adjustments')).body.data[0];
+  t.is((await s.api.get(`/stock-adjustments/${adjustment.id}`)).status, 404);
+  t.deepEqual((await s.api.get('/stock-adjustments?itemId=' + other.itemId)).body.data, []);
+});
+
+test('item changes record item.created and item.updated events with the item as the API returns it', async (t) => {
+  const account = await h.newAccount();
+  const created = await account.api.post('/items', { sku: 'EV-1', name: 'Evented' });
+  await account.api.patch(`/items/${created.body.id}`, {});
+  const patched = await account.api.patch(`/items/${created.body.id}`, { name: 'Renamed' });
+  const archived = await account.api.delete(`/items/${created.body.id}`);
+  await account.api.delete(`/items/${created.body.id}`);
+  await account.api.post('/items', { sku: 'EV-1', name: 'Duplicate' });
+
+  const events = await h.db('events').where({ account_id: account.accountId }).orderBy('seq').select('type', 'data');
+  t.deepEqual(events.map((e) => e.type), ['item.created', 'item.updated', 'item.updated']);
+  t.deepEqual(events.map((e) => e.data), [created.body, patched.body, archived.body]);
+});
