@@ -28,7 +28,7 @@ try {
     const { accountId } = await createAccount(db, 'Demo account', 'demo@example.com');
     const { key } = await createApiKey(db, { accountId, email: 'demo@example.com', label: 'demo' });
     say('');
-    say('Created a demo account. Its API key is shown this once:');
+    say(`Created a demo account (id ${accountId}, user demo@example.com). Its API key is shown this once:`);
     say(`  X-API-Key: ${key}`);
     say('');
   }
