@@ -1,4 +1,5 @@
-// The list / get / create / update routes that plain account-owned resources share.
+// Route builders shared by the resources: a paged list, a get by id, and for plain account-owned records the
+// whole list / get / create / update set.
 import type { Knex } from 'knex';
 import { recordEvent, type EventType } from '../shared/events.ts';
 import type { OwnedRow } from './crud.ts';
@@ -6,6 +7,60 @@ import { NotFoundError } from './errors.ts';
 import { listOf, pageReply, pageRequest, type PageRequest } from './pagination.ts';
 import { created, defineRoute, ok, type AnyRoute } from './route.ts';
 import type { AnyStruct, Struct } from './schema.ts';
+
+interface ListRouteSpec<Row extends OwnedRow, Rec, Query> {
+  path: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  /** Names the `<Name>List` schema of the response. */
+  name: string;
+  record: AnyStruct;
+  query: Struct<Query, any>;
+  list: (db: Knex, accountId: string, filters: Query, page: PageRequest) => Promise<Row[]>;
+  toRecord: (row: Row) => Rec;
+}
+
+export function listRoute<Row extends OwnedRow, Rec, Query>(spec: ListRouteSpec<Row, Rec, Query>): AnyRoute {
+  return defineRoute({
+    method: 'get', path: spec.path, operationId: spec.operationId, tag: spec.tag,
+    summary: spec.summary,
+    description: spec.description,
+    query: spec.query,
+    success: { status: 200, description: 'A page of records', schema: listOf(spec.name, spec.record), list: true },
+    handler: async ({ db, auth, query, ctx }) => {
+      const page = pageRequest(query as Query & object);
+      return pageReply(ctx, page, await spec.list(db, auth.accountId, query, page), spec.toRecord);
+    },
+  });
+}
+
+interface GetRouteSpec<Row, Rec> {
+  path: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  /** As the 404 names it: "Stock adjustment". */
+  name: string;
+  record: AnyStruct;
+  find: (db: Knex, accountId: string, id: string) => Promise<Row | undefined>;
+  toRecord: (row: Row) => Rec;
+}
+
+export function getRoute<Row, Rec>(spec: GetRouteSpec<Row, Rec>): AnyRoute {
+  return defineRoute({
+    method: 'get', path: spec.path, operationId: spec.operationId, tag: spec.tag,
+    summary: spec.summary,
+    success: { status: 200, description: `The ${spec.name.toLowerCase()}`, schema: spec.record },
+    errors: { 404: `No such ${spec.name.toLowerCase()} in this account` },
+    handler: async ({ db, auth, params }) => {
+      const row = await spec.find(db, auth.accountId, params.id ?? '');
+      if (!row) throw new NotFoundError(spec.name);
+      return ok(spec.toRecord(row));
+    },
+  });
+}
 
 export interface ResourceDefinition<Row extends OwnedRow, Rec, Create, Update, Query> {
   /** Singular, capitalised: "Location". */
@@ -34,32 +89,11 @@ export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>
   const { name, path, tag, toRecord } = resource;
   const lower = name.toLowerCase();
   const article = /^[aeiou]/.test(lower) ? 'an' : 'a';
-  const notFound = { 404: `No such ${lower} in this account` };
   const conflict = resource.conflict ? { 409: resource.conflict } : {};
-  const find = async (db: Knex, accountId: string, id: string) => {
-    const row = await resource.find(db, accountId, id);
-    if (!row) throw new NotFoundError(name);
-    return row;
-  };
 
   return {
-    list: defineRoute({
-      method: 'get', path, operationId: `list${name}s`, tag,
-      summary: `List ${lower}s`,
-      query: resource.listQuery,
-      success: { status: 200, description: `A page of ${lower}s`, schema: listOf(name, resource.record), list: true },
-      handler: async ({ db, auth, query, ctx }) => {
-        const page = pageRequest(query as Query & object);
-        return pageReply(ctx, page, await resource.list(db, auth.accountId, query, page), toRecord);
-      },
-    }),
-    get: defineRoute({
-      method: 'get', path: `${path}/{id}`, operationId: `get${name}`, tag,
-      summary: `Get ${article} ${lower}`,
-      success: { status: 200, description: `The ${lower}`, schema: resource.record },
-      errors: notFound,
-      handler: async ({ db, auth, params }) => ok(toRecord(await find(db, auth.accountId, params.id ?? ''))),
-    }),
+    list: listRoute({ ...resource, operationId: `list${name}s`, summary: `List ${lower}s`, query: resource.listQuery }),
+    get: getRoute({ ...resource, path: `${path}/{id}`, operationId: `get${name}`, summary: `Get ${article} ${lower}` }),
     create: defineRoute({
       method: 'post', path, operationId: `create${name}`, tag,
       summary: `Create ${article} ${lower}`,
@@ -78,7 +112,7 @@ export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>
       description: 'Only the fields sent change.',
       body: resource.updateBody,
       success: { status: 200, description: `The updated ${lower}`, schema: resource.record },
-      errors: { ...notFound, ...conflict },
+      errors: { 404: `No such ${lower} in this account`, ...conflict },
       handler: async ({ db, auth, params, body }) => ok(await db.transaction(async (trx) => {
         const row = await resource.update(trx, auth.accountId, params.id ?? '', body);
         if (!row) throw new NotFoundError(name);

@@ -5,12 +5,7 @@ import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../../db/embedded.ts';
 import { createDb, type Db } from '../../db/knex.ts';
 import { migrateLatest } from '../../db/migrations.ts';
 import { createApp } from '../../server/app.ts';
@@ -18,6 +13,7 @@ import { API_PREFIX } from '../../server/openapi.ts';
 import { createAccount, createApiKey } from '../../shared/accounts.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
+import { createDatabase, dropDatabase, startScratchServer, type ScratchServer } from '../helpers/database.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/swagger.png';
@@ -33,30 +29,6 @@ function check(condition: unknown, message: string): asserts condition {
 
 function pass(message: string): void {
   process.stdout.write(`✓ ${message}\n`);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  return port;
-}
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Swagger UI puts zero-width spaces into paths so that they wrap. */
@@ -96,9 +68,8 @@ async function execute(block: Locator): Promise<{ status: string; body: string }
   return { status, body };
 }
 
-let embedded: EmbeddedServer | undefined;
-let adminUrl: string | undefined;
-let scratch: string | undefined;
+let postgres: ScratchServer | undefined;
+const scratch = `stockroom_browser_${process.pid}`;
 let db: Db | undefined;
 let server: Server | undefined;
 let browser: Browser | undefined;
@@ -111,22 +82,8 @@ try {
     );
   }
 
-  let databaseUrl: string;
-  if (process.env.DATABASE_URL) {
-    adminUrl = process.env.DATABASE_URL;
-    scratch = `stockroom_browser_${process.pid}`;
-    await admin(adminUrl, `drop database if exists "${scratch}" with (force)`);
-    await admin(adminUrl, `create database "${scratch}"`);
-    databaseUrl = withDatabase(adminUrl, scratch);
-  } else {
-    embedded = await startEmbeddedPostgres({
-      dataDir: join(tmpdir(), `stockroom-browser-${process.pid}-${Date.now()}`),
-      port: await freePort(),
-      durable: false,
-    });
-    await embedded.ensureDatabase('stockroom');
-    databaseUrl = embedded.urlFor('stockroom');
-  }
+  postgres = await startScratchServer('browser');
+  const databaseUrl = await createDatabase(postgres.adminUrl, scratch);
   await migrateLatest(databaseUrl);
   db = createDb(databaseUrl, 4);
   const { accountId } = await createAccount(db, 'Browser test', 'browser@example.com');
@@ -247,7 +204,7 @@ try {
     await new Promise<void>((resolve) => server!.close(() => resolve()));
   }
   await db?.destroy().catch(() => {});
-  if (adminUrl && scratch) await admin(adminUrl, `drop database if exists "${scratch}" with (force)`).catch(() => {});
-  await embedded?.stop().catch(() => {});
+  if (postgres) await dropDatabase(postgres.adminUrl, scratch).catch(() => {});
+  await postgres?.stop().catch(() => {});
 }
 process.exit(exitCode);

@@ -3,32 +3,16 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { TestFn } from 'ava';
-import pg from 'pg';
 import { createDb, type Db } from '../../db/knex.ts';
 import { createApp } from '../../server/app.ts';
 import { createAccount, createApiKey } from '../../shared/accounts.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { client, type Client } from './client.ts';
+import { createDatabase, dropDatabase } from './database.ts';
 
 const adminUrl = process.env.TEST_ADMIN_DATABASE_URL;
 const template = process.env.TEST_TEMPLATE_DATABASE;
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const connection = new pg.Client({ connectionString: adminUrl });
-  await connection.connect();
-  try {
-    return await run(connection);
-  } finally {
-    await connection.end();
-  }
-}
 
 export interface TestAccount {
   accountId: string;
@@ -88,8 +72,7 @@ export function useHarness(test: TestFn, overrides: Partial<Config> = {}): Harne
 
   // Serial, so that the file's own before hooks (registered later) run once the harness is ready.
   test.serial.before(async () => {
-    await admin((c) => c.query(`create database ${c.escapeIdentifier(database)} template ${c.escapeIdentifier(template)}`));
-    harness.databaseUrl = withDatabase(adminUrl, database);
+    harness.databaseUrl = await createDatabase(adminUrl, database, template);
     harness.db = createDb(harness.databaseUrl, 20);
     harness.startApp = startApp;
     harness.app = await startApp();
@@ -104,7 +87,7 @@ export function useHarness(test: TestFn, overrides: Partial<Config> = {}): Harne
   test.after.always(async () => {
     await Promise.all(apps.map((app) => app.close()));
     await harness.db?.destroy();
-    await admin((c) => c.query(`drop database if exists ${c.escapeIdentifier(database)} with (force)`));
+    await dropDatabase(adminUrl, database);
   });
 
   return harness;

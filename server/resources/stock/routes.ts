@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { NotFoundError, ValidationError } from '../../errors.ts';
-import { listOf, pageReply, pageRequest } from '../../pagination.ts';
+import { ValidationError } from '../../errors.ts';
 import { requireReferences } from '../../references.ts';
-import { created, defineRoute, ok } from '../../route.ts';
+import { getRoute, listRoute } from '../../resource-routes.ts';
+import { created, defineRoute } from '../../route.ts';
 import { moveStock, toMovement } from './ledger.ts';
 import {
   findAdjustment, findTransfer, insertAdjustment, insertTransfer, listAdjustments, listStockLevels, listStockMovements,
@@ -17,28 +17,18 @@ const tag = 'Stock';
 const insufficient = 'The change would take a stock level below zero; nothing was written. The body gives `itemId`, `locationId`, `available` and `requested`.';
 
 export const stockRoutes = [
-  defineRoute({
-    method: 'get', path: '/stock-levels', operationId: 'listStockLevels', tag,
+  listRoute({
+    path: '/stock-levels', operationId: 'listStockLevels', tag,
     summary: 'List stock levels',
     description: 'One entry per item and location that ever held stock.',
-    query: StockLevelListQuery,
-    success: { status: 200, description: 'A page of stock levels', schema: listOf('StockLevel', StockLevel), list: true },
-    handler: async ({ db, auth, query, ctx }) => {
-      const page = pageRequest(query);
-      return pageReply(ctx, page, await listStockLevels(db, auth.accountId, query, page), toStockLevel);
-    },
+    name: 'StockLevel', record: StockLevel, query: StockLevelListQuery, list: listStockLevels, toRecord: toStockLevel,
   }),
 
-  defineRoute({
-    method: 'get', path: '/stock-movements', operationId: 'listStockMovements', tag,
+  listRoute({
+    path: '/stock-movements', operationId: 'listStockMovements', tag,
     summary: 'List stock movements (the ledger)',
     description: 'Every change of stock, whatever caused it, oldest first. Movements never change.',
-    query: StockMovementListQuery,
-    success: { status: 200, description: 'A page of movements', schema: listOf('StockMovement', StockMovement), list: true },
-    handler: async ({ db, auth, query, ctx }) => {
-      const page = pageRequest(query);
-      return pageReply(ctx, page, await listStockMovements(db, auth.accountId, query, page), toMovement);
-    },
+    name: 'StockMovement', record: StockMovement, query: StockMovementListQuery, list: listStockMovements, toRecord: toMovement,
   }),
 
   defineRoute({
@@ -70,27 +60,14 @@ export const stockRoutes = [
     },
   }),
 
-  defineRoute({
-    method: 'get', path: '/stock-adjustments', operationId: 'listStockAdjustments', tag,
-    summary: 'List stock adjustments',
-    query: StockAdjustmentListQuery,
-    success: { status: 200, description: 'A page of adjustments', schema: listOf('StockAdjustment', StockAdjustment), list: true },
-    handler: async ({ db, auth, query, ctx }) => {
-      const page = pageRequest(query);
-      return pageReply(ctx, page, await listAdjustments(db, auth.accountId, query, page), toAdjustment);
-    },
+  listRoute({
+    path: '/stock-adjustments', operationId: 'listStockAdjustments', tag, summary: 'List stock adjustments',
+    name: 'StockAdjustment', record: StockAdjustment, query: StockAdjustmentListQuery, list: listAdjustments, toRecord: toAdjustment,
   }),
 
-  defineRoute({
-    method: 'get', path: '/stock-adjustments/{id}', operationId: 'getStockAdjustment', tag,
-    summary: 'Get a stock adjustment',
-    success: { status: 200, description: 'The adjustment', schema: StockAdjustment },
-    errors: { 404: 'No such stock adjustment in this account' },
-    handler: async ({ db, auth, params }) => {
-      const row = await findAdjustment(db, auth.accountId, params.id ?? '');
-      if (!row) throw new NotFoundError('Stock adjustment');
-      return ok(toAdjustment(row));
-    },
+  getRoute({
+    path: '/stock-adjustments/{id}', operationId: 'getStockAdjustment', tag, summary: 'Get a stock adjustment',
+    name: 'Stock adjustment', record: StockAdjustment, find: findAdjustment, toRecord: toAdjustment,
   }),
 
   defineRoute({
@@ -127,26 +104,13 @@ export const stockRoutes = [
     },
   }),
 
-  defineRoute({
-    method: 'get', path: '/stock-transfers', operationId: 'listStockTransfers', tag,
-    summary: 'List stock transfers',
-    query: StockTransferListQuery,
-    success: { status: 200, description: 'A page of transfers', schema: listOf('StockTransfer', StockTransfer), list: true },
-    handler: async ({ db, auth, query, ctx }) => {
-      const page = pageRequest(query);
-      return pageReply(ctx, page, await listTransfers(db, auth.accountId, query, page), toTransfer);
-    },
+  listRoute({
+    path: '/stock-transfers', operationId: 'listStockTransfers', tag, summary: 'List stock transfers',
+    name: 'StockTransfer', record: StockTransfer, query: StockTransferListQuery, list: listTransfers, toRecord: toTransfer,
   }),
 
-  defineRoute({
-    method: 'get', path: '/stock-transfers/{id}', operationId: 'getStockTransfer', tag,
-    summary: 'Get a stock transfer',
-    success: { status: 200, description: 'The transfer', schema: StockTransfer },
-    errors: { 404: 'No such stock transfer in this account' },
-    handler: async ({ db, auth, params }) => {
-      const row = await findTransfer(db, auth.accountId, params.id ?? '');
-      if (!row) throw new NotFoundError('Stock transfer');
-      return ok(toTransfer(row));
-    },
+  getRoute({
+    path: '/stock-transfers/{id}', operationId: 'getStockTransfer', tag, summary: 'Get a stock transfer',
+    name: 'Stock transfer', record: StockTransfer, find: findTransfer, toRecord: toTransfer,
   }),
 ];
