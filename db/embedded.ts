@@ -20,8 +20,8 @@ export function embeddedUrl(port: number, database: string): string {
 export interface EmbeddedServer {
   /** A connection string for a database on this server. */
   urlFor(database: string): string;
-  /** Creates the database unless it exists; `template` copies another one. */
-  ensureDatabase(database: string, template?: string): Promise<void>;
+  /** Creates the database unless it exists. */
+  ensureDatabase(database: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -69,14 +69,13 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
 
   return {
     urlFor,
-    async ensureDatabase(database, template) {
+    async ensureDatabase(database) {
       const client = new pg.Client({ connectionString: urlFor('postgres') });
       await client.connect();
       try {
         const found = await client.query('select 1 from pg_database where datname = $1', [database]);
         if (found.rowCount === 0) {
-          const ident = client.escapeIdentifier(database);
-          await client.query(template ? `create database ${ident} template ${client.escapeIdentifier(template)}` : `create database ${ident}`);
+          await client.query(`create database ${client.escapeIdentifier(database)}`);
         }
       } finally {
         await client.end();

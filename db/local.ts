@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { Config } from '../shared/config.ts';
 import { embeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from './embedded.ts';
 
-export const LOCAL_DATABASE = 'stockroom';
+const LOCAL_DATABASE = 'stockroom';
 
 export interface LocalDatabase {
   url: string;

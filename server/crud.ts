@@ -19,12 +19,10 @@ export function toColumns(input: Record<string, unknown>): Record<string, unknow
   return columns;
 }
 
-export async function findOwned<Row extends OwnedRow>(db: Knex, table: string, accountId: string, id: string, lock = false): Promise<Row | undefined> {
+export async function findOwned<Row extends OwnedRow>(db: Knex, table: string, accountId: string, id: string): Promise<Row | undefined> {
   // A malformed id cannot name a record: not found, rather than a database error.
   if (!isUuid(id)) return undefined;
-  const query = db(table).where({ account_id: accountId, id }).first();
-  if (lock) query.forUpdate();
-  return query;
+  return db(table).where({ account_id: accountId, id }).first();
 }
 
 /** Inserts and returns the row; with `uniqueBy`, a clash on those columns returns undefined instead of raising. */

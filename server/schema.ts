@@ -5,8 +5,8 @@ import * as s from 'superstruct';
 import type { Struct } from 'superstruct';
 
 export type { Infer, Struct } from 'superstruct';
-// superstruct's object() rejects unknown keys; enums/literal/array/union carry their own OpenAPI shape.
-export { array, boolean, enums, literal, union } from 'superstruct';
+// These carry their own OpenAPI shape (see openapi.ts); object() below rejects unknown keys.
+export { array, boolean, enums } from 'superstruct';
 
 export interface JsonSchema {
   [keyword: string]: unknown;

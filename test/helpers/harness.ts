@@ -38,7 +38,7 @@ export interface Harness {
   newAccount(name?: string): Promise<TestAccount>;
 }
 
-export const TEST_CONFIG: Partial<Config> = {
+const TEST_CONFIG: Partial<Config> = {
   rateLimitPerKey: 1_000_000,
   rateLimitPerIp: 1_000_000,
   port: 0,
