@@ -4,7 +4,7 @@ import { createDb } from '../db/knex.ts';
 import { resolveDatabase } from '../db/local.ts';
 import { migrateLatest } from '../db/migrations.ts';
 import { startWorker } from '../jobs/worker.ts';
-import { API_PREFIX } from '../server/openapi.ts';
+import { API_PREFIX } from '../server/framework/openapi.ts';
 import { startWebServer } from '../server/web.ts';
 import { countAccounts, createAccount, createApiKey } from '../shared/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';

@@ -7,15 +7,15 @@ import pkg from '../package.json' with { type: 'json' };
 import type { Db } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
-import type { AppContext, AppState } from './context.ts';
+import type { AppContext, AppState } from './framework/context.ts';
 import { publicRouter } from './docs.ts';
 import { identify, requireApiKey, requireHttps } from './middleware/auth.ts';
 import { jsonBody } from './middleware/body.ts';
 import { handleErrors } from './middleware/errors.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestContext } from './middleware/request-id.ts';
-import { API_PREFIX, buildOpenApi } from './openapi.ts';
-import { mountRoutes } from './route.ts';
+import { API_PREFIX, buildOpenApi } from './framework/openapi.ts';
+import { mountRoutes } from './framework/route.ts';
 import { apiRoutes } from './routes.ts';
 
 export interface AppDeps {

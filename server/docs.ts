@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import Router from '@koa/router';
 import { koaSwagger } from 'koa2-swagger-ui';
 import type { Db } from '../db/knex.ts';
-import type { AppState } from './context.ts';
-import { API_PREFIX } from './openapi.ts';
+import type { AppState } from './framework/context.ts';
+import { API_PREFIX } from './framework/openapi.ts';
 
 const require = createRequire(import.meta.url);
 const swaggerDist: string = require('swagger-ui-dist').getAbsoluteFSPath();

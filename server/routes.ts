@@ -1,5 +1,5 @@
 // The API's table of contents: every authenticated route, in the order the OpenAPI document lists them.
-import type { AnyRoute } from './route.ts';
+import type { AnyRoute } from './framework/route.ts';
 import { customerRoutes } from './resources/customers/routes.ts';
 import { itemRoutes } from './resources/items/routes.ts';
 import { locationRoutes } from './resources/locations/routes.ts';

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { moveStock } from '../server/resources/stock/ledger.ts';
-import { ConflictError } from '../server/errors.ts';
+import { ConflictError } from '../server/framework/errors.ts';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
+import { footprint as countRows, ledgerMismatches as mismatches } from './helpers/ledger.ts';
 
 const h = useHarness(test);
 
@@ -24,31 +25,9 @@ async function level(s: Setup, locationId: string): Promise<number> {
   return body.data[0]?.quantity ?? 0;
 }
 
-/** Rows each table holds for the account: what a rolled-back change must leave untouched. */
-async function footprint(accountId: string) {
-  const count = async (table: string) => Number((await h.db(table).where({ account_id: accountId }).count({ n: '*' }).first())!.n);
-  const jobs = await h.db.raw(
-    `select count(*)::int as n from graphile_worker.jobs j join events e on j.key = 'event:' || e.id
-     where j.task_identifier = 'events__dispatch' and e.account_id = ?`, [accountId]);
-  return {
-    movements: await count('stock_movements'),
-    adjustments: await count('stock_adjustments'),
-    transfers: await count('stock_transfers'),
-    events: await count('events'),
-    jobs: jobs.rows[0].n as number,
-  };
-}
-
-/** The invariant: for every item and location, the level equals the sum of its movements. */
-async function ledgerMismatches(accountId: string): Promise<unknown[]> {
-  const { rows } = await h.db.raw(
-    `select l.item_id, l.location_id, l.quantity, coalesce(sum(m.quantity), 0) as moved
-     from stock_levels l left join stock_movements m
-       on m.account_id = l.account_id and m.item_id = l.item_id and m.location_id = l.location_id
-     where l.account_id = ? group by l.item_id, l.location_id, l.quantity
-     having l.quantity <> coalesce(sum(m.quantity), 0)`, [accountId]);
-  return rows;
-}
+const TABLES = ['stock_movements', 'stock_adjustments', 'stock_transfers', 'events'];
+const footprint = (accountId: string) => countRows(h.db, accountId, TABLES);
+const ledgerMismatches = (accountId: string) => mismatches(h.db, accountId);
 
 const adjust = (s: Setup, quantity: number, extra: Record<string, unknown> = {}) =>
   s.api.post('/stock-adjustments', { itemId: s.itemId, locationId: s.mainId, quantity, reason: 'cycle count', ...extra });
@@ -106,7 +85,7 @@ test('quantity 0, a missing reason and bad references are 400s naming each field
     t.is(status, 400, JSON.stringify(change));
     t.deepEqual(body.errors.map((e: { path: string }) => e.path).sort(), paths, JSON.stringify(change));
   }
-  t.deepEqual(await footprint(s.accountId), { movements: 0, adjustments: 0, transfers: 0, events: 1, jobs: 1 }, 'only the item.created of setup');
+  t.deepEqual(await footprint(s.accountId), { stock_movements: 0, stock_adjustments: 0, stock_transfers: 0, events: 1, jobs: 1 }, 'only the item.created of setup');
 });
 
 test('1.5 and -0.25 round-trip exactly; decimal sums stay exact', async (t) => {
@@ -166,7 +145,7 @@ test('50 concurrent -1 adjustments against 30: exactly 30 succeed, 20 are 409s, 
   const levelsSeen = results.filter((r) => r.status === 201).map((r) => r.body.stockLevel.quantity).sort((a, b) => a - b);
   t.deepEqual(levelsSeen, Array.from({ length: 30 }, (_, i) => i), 'each success saw a distinct level: no lost update');
   t.deepEqual(await ledgerMismatches(s.accountId), []);
-  t.is((await footprint(s.accountId)).movements, 31);
+  t.is((await footprint(s.accountId)).stock_movements, 31);
 });
 
 test('concurrent transfers A→B and B→A of the same item do not deadlock', async (t) => {
@@ -203,7 +182,7 @@ test('a committed movement leaves one movement, one event and one job; a rolled-
   const start = await footprint(s.accountId);
   const done = await adjust(s, 2);
   const after = await footprint(s.accountId);
-  t.deepEqual(after, { ...start, movements: start.movements + 1, adjustments: start.adjustments + 1, events: start.events + 1, jobs: start.jobs + 1 });
+  t.deepEqual(after, { ...start, stock_movements: start.stock_movements! + 1, stock_adjustments: start.stock_adjustments! + 1, events: start.events! + 1, jobs: start.jobs! + 1 });
 
   const event = await h.db('events').where({ account_id: s.accountId, type: 'stock.adjusted' }).first();
   t.like(event.data, {

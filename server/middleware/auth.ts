@@ -1,8 +1,8 @@
 import type { Next } from 'koa';
 import type { Db } from '../../db/knex.ts';
 import { findApiKey } from '../../shared/accounts.ts';
-import { ApiError } from '../errors.ts';
-import type { AppContext } from '../context.ts';
+import { ApiError } from '../framework/errors.ts';
+import type { AppContext } from '../framework/context.ts';
 
 /** Looks the X-API-Key up without rejecting anything yet: the rate limiter needs to know whose request it is. */
 export function identify(db: Db) {

@@ -1,7 +1,7 @@
 import type { Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import { ApiError } from '../errors.ts';
-import type { AppContext } from '../context.ts';
+import { ApiError } from '../framework/errors.ts';
+import type { AppContext } from '../framework/context.ts';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 

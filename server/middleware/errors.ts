@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
-import { ApiError, ValidationError } from '../errors.ts';
-import type { AppContext } from '../context.ts';
+import { ApiError, ValidationError } from '../framework/errors.ts';
+import type { AppContext } from '../framework/context.ts';
 
 interface HttpLikeError {
   status?: number;

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import ratelimit from 'koa-ratelimit';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../framework/context.ts';
 
 interface LimitEntry {
   reset: number;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { Logger } from '../../shared/logger.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../framework/context.ts';
 
 const SANE_REQUEST_ID = /^[\w.:-]{1,128}$/;
 

@@ -1,5 +1,5 @@
 // A small HTTP client for the API under test: JSON in, {status, body, headers} out.
-import { API_PREFIX } from '../../server/openapi.ts';
+import { API_PREFIX } from '../../server/framework/openapi.ts';
 
 export interface Response<T = any> {
   status: number;

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { findOwned, insertOwned, listOwned, toColumns, updateOwned, type OwnedRow } from '../../crud.ts';
-import type { PageRequest } from '../../pagination.ts';
+import { findOwned, insertOwned, listOwned, toColumns, updateOwned, type OwnedRow } from '../../framework/crud.ts';
+import type { PageRequest } from '../../framework/pagination.ts';
 import type { CreateCustomer, Customer, CustomerListQuery, UpdateCustomer } from './schema.ts';
 
 export interface CustomerRow extends OwnedRow {

@@ -1,4 +1,4 @@
-import { resourceRoutes } from '../../resource-routes.ts';
+import { resourceRoutes } from '../../framework/resource-routes.ts';
 import { findCustomer, insertCustomer, listCustomers, toCustomer, updateCustomer } from './queries.ts';
 import { CreateCustomer, Customer, CustomerListQuery, UpdateCustomer } from './schema.ts';
 

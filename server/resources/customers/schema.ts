@@ -1,5 +1,5 @@
-import { listQuery } from '../../pagination.ts';
-import { email, id, named, nullable, object, optional, patchOf, text, timestamp, type Infer } from '../../schema.ts';
+import { listQuery } from '../../framework/pagination.ts';
+import { email, id, named, nullable, object, optional, patchOf, text, timestamp, type Infer } from '../../framework/schema.ts';
 
 export const Customer = named('Customer', object({
   id: id(),

@@ -1,6 +1,6 @@
-import { NotFoundError } from '../../errors.ts';
-import { resourceRoutes } from '../../resource-routes.ts';
-import { defineRoute, ok } from '../../route.ts';
+import { NotFoundError } from '../../framework/errors.ts';
+import { resourceRoutes } from '../../framework/resource-routes.ts';
+import { defineRoute, ok } from '../../framework/route.ts';
 import { recordEvent } from '../../../shared/events.ts';
 import { findItem, insertItem, listItems, toItem, updateItem } from './queries.ts';
 import { CreateItem, Item, ItemListQuery, UpdateItem } from './schema.ts';

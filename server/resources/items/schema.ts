@@ -1,8 +1,8 @@
-import { listQuery } from '../../pagination.ts';
+import { listQuery } from '../../framework/pagination.ts';
 import {
   boolean, decimal, describe, id, named, nullable, object, optional, patchOf, queryBoolean, text, timestamp, withDefault,
   type Infer,
-} from '../../schema.ts';
+} from '../../framework/schema.ts';
 
 export const Item = named('Item', object({
   id: id(),

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { ConflictError } from '../../errors.ts';
-import { findOwned, insertOwned, listOwned, toColumns, updateOwned, type OwnedRow } from '../../crud.ts';
-import type { PageRequest } from '../../pagination.ts';
+import { ConflictError } from '../../framework/errors.ts';
+import { findOwned, insertOwned, listOwned, toColumns, updateOwned, type OwnedRow } from '../../framework/crud.ts';
+import type { PageRequest } from '../../framework/pagination.ts';
 import type { CreateLocation, Location, LocationListQuery, UpdateLocation } from './schema.ts';
 
 export interface LocationRow extends OwnedRow {

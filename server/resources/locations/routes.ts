@@ -1,4 +1,4 @@
-import { resourceRoutes } from '../../resource-routes.ts';
+import { resourceRoutes } from '../../framework/resource-routes.ts';
 import { findLocation, insertLocation, listLocations, toLocation, updateLocation } from './queries.ts';
 import { CreateLocation, Location, LocationListQuery, UpdateLocation } from './schema.ts';
 

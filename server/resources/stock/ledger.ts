@@ -3,7 +3,7 @@
 // purchase receipts, production and sales fulfilment all call moveStock and nothing else.
 import type { Knex } from 'knex';
 import { recordEvents } from '../../../shared/events.ts';
-import { ConflictError } from '../../errors.ts';
+import { ConflictError } from '../../framework/errors.ts';
 import type { MovementType, SourceType, StockAdjustedEvent, StockMovement } from './schema.ts';
 
 export interface StockChange {

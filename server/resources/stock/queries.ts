@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { findOwned, insertOwned, listOwned, whereId, type OwnedRow } from '../../crud.ts';
-import type { PageRequest } from '../../pagination.ts';
+import { findOwned, insertOwned, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
+import type { PageRequest } from '../../framework/pagination.ts';
 import type { MovementRow } from './ledger.ts';
 import type {
   StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery, StockMovementListQuery, StockTransfer,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ValidationError } from '../../errors.ts';
-import { requireReferences } from '../../references.ts';
-import { getRoute, listRoute } from '../../resource-routes.ts';
-import { created, defineRoute } from '../../route.ts';
+import { ValidationError } from '../../framework/errors.ts';
+import { requireReferences } from '../../framework/references.ts';
+import { getRoute, listRoute } from '../../framework/resource-routes.ts';
+import { created, defineRoute } from '../../framework/route.ts';
 import { moveStock, toMovement } from './ledger.ts';
 import {
   findAdjustment, findTransfer, insertAdjustment, insertTransfer, listAdjustments, listStockLevels, listStockMovements,

@@ -1,5 +1,5 @@
-import { listQuery } from '../../pagination.ts';
-import { decimal, describe, enums, id, named, nullable, object, optional, text, timestamp, type Infer } from '../../schema.ts';
+import { listQuery } from '../../framework/pagination.ts';
+import { decimal, describe, enums, id, named, nullable, object, optional, text, timestamp, type Infer } from '../../framework/schema.ts';
 
 export const MOVEMENT_TYPES = ['adjustment', 'transfer', 'purchase_receipt', 'production', 'sales_fulfillment'] as const;
 export type MovementType = (typeof MOVEMENT_TYPES)[number];

@@ -1,6 +1,6 @@
 // Checks that the records a request body names belong to the caller's account, naming every one that does not.
 import type { Knex } from 'knex';
-import { isUuid } from '../shared/accounts.ts';
+import { isUuid } from '../../shared/accounts.ts';
 import { ValidationError, type Problem } from './errors.ts';
 
 export interface Reference {

@@ -2,8 +2,8 @@
 // it, so what the API validates and what the document says come from the same structs.
 import type Router from '@koa/router';
 import { validate } from 'superstruct';
-import type { Db } from '../db/knex.ts';
-import type { ApiKeyIdentity } from '../shared/accounts.ts';
+import type { Db } from '../../db/knex.ts';
+import type { ApiKeyIdentity } from '../../shared/accounts.ts';
 import type { AppContext, AppState } from './context.ts';
 import { ValidationError, problemsOf, type Problem } from './errors.ts';
 import { object, type AnyStruct, type Struct } from './schema.ts';

@@ -1,6 +1,6 @@
 // Queries every account-owned table shares. Each takes the account id: no row is read or written without it.
 import type { Knex } from 'knex';
-import { isUuid } from '../shared/accounts.ts';
+import { isUuid } from '../../shared/accounts.ts';
 import { fetchPage, type PageRequest } from './pagination.ts';
 
 export interface OwnedRow {
@@ -23,6 +23,15 @@ export async function findOwned<Row extends OwnedRow>(db: Knex, table: string, a
   // A malformed id cannot name a record: not found, rather than a database error.
   if (!isUuid(id)) return undefined;
   return db(table).where({ account_id: accountId, id }).first();
+}
+
+/**
+ * The row, locked until the transaction ends: operations that change a record's state take this first, so two
+ * of them racing on one record run one after the other and the second sees the first one's result.
+ */
+export async function lockOwned<Row extends OwnedRow>(trx: Knex.Transaction, table: string, accountId: string, id: string): Promise<Row | undefined> {
+  if (!isUuid(id)) return undefined;
+  return trx(table).where({ account_id: accountId, id }).forUpdate().first();
 }
 
 /** Inserts and returns the row; with `uniqueBy`, a clash on those columns returns undefined instead of raising. */
