@@ -56,6 +56,7 @@ test('a change that would go below zero is a 409 and writes nothing', async (t) 
   t.is(refused.status, 409);
   t.deepEqual(refused.body, {
     error: 'Insufficient stock: 5 on hand, 6 needed', itemId: s.itemId, locationId: s.mainId, available: 5, requested: 6,
+    shortages: [{ itemId: s.itemId, locationId: s.mainId, available: 5, requested: 6 }],
   });
   t.is(await level(s, s.mainId), 5);
   t.deepEqual(await footprint(s.accountId), before);
@@ -255,4 +256,29 @@ test('item changes record item.created and item.updated events with the item as 
   const events = await h.db('events').where({ account_id: account.accountId }).orderBy('seq').select('type', 'data');
   t.deepEqual(events.map((e) => e.type), ['item.created', 'item.updated', 'item.updated']);
   t.deepEqual(events.map((e) => e.data), [created.body, patched.body, archived.body]);
+});
+
+test('moveStock nets changes to one level and names every shortage in one 409', async (t) => {
+  const s = await setup();
+  await adjust(s, 5);
+  await adjust(s, 1, { locationId: s.backId });
+  const before = await footprint(s.accountId);
+  const move = (changes: Array<{ locationId: string; quantity: number }>) => h.db.transaction((trx) => moveStock(trx, {
+    accountId: s.accountId, userId: s.userId, type: 'adjustment', reason: 'test', source: { type: 'stock_adjustment', id: s.itemId },
+    changes: changes.map((change) => ({ itemId: s.itemId, ...change })),
+  }));
+
+  // 3 + 3 from 5 on hand: each line alone fits, their total does not.
+  const netted = await t.throwsAsync(move([{ locationId: s.mainId, quantity: -3 }, { locationId: s.mainId, quantity: -3 }]), { instanceOf: ConflictError });
+  t.deepEqual(netted.details.shortages, [{ itemId: s.itemId, locationId: s.mainId, available: 5, requested: 6 }]);
+
+  const both = await t.throwsAsync(move([{ locationId: s.mainId, quantity: -7 }, { locationId: s.backId, quantity: -2 }]), { instanceOf: ConflictError });
+  t.regex(both.message, /for 2 items/);
+  t.deepEqual(new Set((both.details.shortages as Array<{ locationId: string }>).map((x) => x.locationId)), new Set([s.mainId, s.backId]));
+  t.deepEqual(await footprint(s.accountId), before);
+
+  // Lines that net to what is on hand apply, each as its own movement, the events carrying the final level.
+  const applied = await move([{ locationId: s.mainId, quantity: -2 }, { locationId: s.mainId, quantity: -3 }]);
+  t.deepEqual(applied.map((a) => [a.movement.quantity, a.level]), [[-2, 0], [-3, 0]]);
+  t.deepEqual(await ledgerMismatches(s.accountId), []);
 });

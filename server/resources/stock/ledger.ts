@@ -57,13 +57,21 @@ export function toMovement(row: MovementRow): StockMovement {
   };
 }
 
+export interface Shortage {
+  itemId: string;
+  locationId: string;
+  available: number;
+  requested: number;
+}
+
 /**
- * Moves one level, atomically. Additions upsert; removals update only while the result stays at or above zero,
- * so concurrent changes queue on the row lock and none is lost or takes the level negative.
+ * Moves one level by `quantity`, atomically, and returns the new level (a net change of 0 just reads it); a removal that would go below zero
+ * changes nothing and returns the shortage. Additions upsert; removals update only while the result stays at or
+ * above zero, so concurrent changes queue on the row lock and none is lost or takes the level negative.
  */
-async function applyChange(trx: Knex.Transaction, accountId: string, change: StockChange): Promise<number> {
+async function applyChange(trx: Knex.Transaction, accountId: string, change: StockChange): Promise<number | Shortage> {
   const quantity = String(change.quantity);
-  if (change.quantity > 0) {
+  if (change.quantity >= 0) {
     const { rows } = await trx.raw<{ rows: Array<{ quantity: number }> }>(
       `insert into stock_levels (account_id, item_id, location_id, quantity) values (?::uuid, ?::uuid, ?::uuid, ?::numeric)
        on conflict (account_id, item_id, location_id)
@@ -83,29 +91,47 @@ async function applyChange(trx: Knex.Transaction, accountId: string, change: Sto
   const current = await trx('stock_levels')
     .where({ account_id: accountId, item_id: change.itemId, location_id: change.locationId })
     .first('quantity');
-  const available = current?.quantity ?? 0;
-  throw new ConflictError(`Insufficient stock: ${available} on hand, ${-change.quantity} needed`, {
-    itemId: change.itemId,
-    locationId: change.locationId,
-    available,
-    requested: -change.quantity,
-  });
+  return { itemId: change.itemId, locationId: change.locationId, available: current?.quantity ?? 0, requested: -change.quantity };
 }
 
-function byItemAndLocation(a: StockChange, b: StockChange): number {
-  return a.itemId.localeCompare(b.itemId) || a.locationId.localeCompare(b.locationId);
+const levelKey = (change: StockChange) => `${change.itemId}/${change.locationId}`;
+
+/** One net change per item and location, in one global order (item, then location). */
+function netChanges(changes: StockChange[]): StockChange[] {
+  const net = new Map<string, StockChange>();
+  for (const change of changes) {
+    const key = levelKey(change);
+    const sum = net.get(key);
+    // Summed in millionths: quantities carry at most 6 decimals, so the integer sum is exact.
+    net.set(key, sum ? { ...sum, quantity: (Math.round(sum.quantity * 1e6) + Math.round(change.quantity * 1e6)) / 1e6 } : { ...change });
+  }
+  return [...net.values()].sort((a, b) => a.itemId.localeCompare(b.itemId) || a.locationId.localeCompare(b.locationId));
+}
+
+function insufficientStock(shortages: Shortage[]): ConflictError {
+  const [first] = shortages;
+  const message = shortages.length === 1
+    ? `Insufficient stock: ${first!.available} on hand, ${first!.requested} needed`
+    : `Insufficient stock for ${shortages.length} items: nothing was changed (see \`shortages\`)`;
+  // The first shortage stays at the top level for callers that change one level at a time.
+  return new ConflictError(message, { ...first, shortages });
 }
 
 /**
- * Applies every change or, by throwing a 409, none (the caller's transaction rolls back). Levels are locked in
- * one global order (item, then location) so that multi-line operations running at once cannot deadlock.
- * Items and locations must already be checked to belong to the account.
+ * Applies every change or, by throwing one 409 that names every shortage, none (the caller's transaction rolls
+ * back). Changes to one item and location are netted first, so several lines of one item are checked against
+ * their total. Levels are locked in one global order (item, then location) so that multi-line operations
+ * running at once cannot deadlock. Items and locations must already be checked to belong to the account.
  */
 export async function moveStock(trx: Knex.Transaction, move: StockMove): Promise<AppliedMovement[]> {
-  const levels = new Map<StockChange, number>();
-  for (const change of [...move.changes].sort(byItemAndLocation)) {
-    levels.set(change, await applyChange(trx, move.accountId, change));
+  const levels = new Map<string, number>();
+  const shortages: Shortage[] = [];
+  for (const change of netChanges(move.changes)) {
+    const result = await applyChange(trx, move.accountId, change);
+    if (typeof result === 'number') levels.set(levelKey(change), result);
+    else shortages.push(result);
   }
+  if (shortages.length) throw insufficientStock(shortages);
 
   const rows: MovementRow[] = await trx('stock_movements')
     .insert(move.changes.map((change) => ({
@@ -121,7 +147,7 @@ export async function moveStock(trx: Knex.Transaction, move: StockMove): Promise
     })))
     .returning('*');
 
-  const applied = rows.map((row, index) => ({ movement: toMovement(row), level: levels.get(move.changes[index]!)! }));
+  const applied = rows.map((row, index) => ({ movement: toMovement(row), level: levels.get(levelKey(move.changes[index]!))! }));
   await recordEvents(trx, move.accountId, applied.map(({ movement, level }) => ({
     type: 'stock.adjusted' as const,
     data: { ...movement, stockLevel: { quantity: level } } satisfies StockAdjustedEvent,

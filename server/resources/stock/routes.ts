@@ -14,7 +14,7 @@ import {
 } from './schema.ts';
 
 const tag = 'Stock';
-const insufficient = 'The change would take a stock level below zero; nothing was written. The body gives `itemId`, `locationId`, `available` and `requested`.';
+const insufficient = 'The change would take a stock level below zero; nothing was written. `shortages` lists every level that is short (`itemId`, `locationId`, `available`, `requested`); the first is repeated at the top level.';
 
 export const stockRoutes = [
   listRoute({
