@@ -1,5 +1,8 @@
 // `npm start`: everything on one machine. The embedded PostgreSQL when DATABASE_URL is absent, migrations,
 // a demo account on an empty database, then the web and the worker in this one process.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { createDb } from '../db/knex.ts';
 import { resolveDatabase } from '../db/local.ts';
 import { migrateLatest } from '../db/migrations.ts';
@@ -12,7 +15,19 @@ import { createLogger } from '../shared/logger.ts';
 import { onShutdown } from '../shared/shutdown.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
-const config = loadConfigOrExit();
+
+/** Without WEBHOOK_SECRET_KEY, a key of this machine's own, kept beside the embedded database. */
+function localWebhookKey(dataDir: string): Buffer {
+  const file = join(dirname(dataDir), 'webhook-secret-key');
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+  }
+  return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+}
+
+const loaded = loadConfigOrExit();
+const config = { ...loaded, webhookSecretKey: loaded.webhookSecretKey ?? localWebhookKey(loaded.embeddedPgDir) };
 const logger = createLogger(config.logLevel, 'stockroom');
 
 if (!config.databaseUrl) say(`No DATABASE_URL: using the embedded PostgreSQL in ${config.embeddedPgDir} (port ${config.embeddedPgPort})...`);

@@ -1,23 +1,70 @@
-import { run, type Runner } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import { run, type Runner, type WorkerEvents } from 'graphile-worker';
+import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
+import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
 import { toWorkerLogger, type Logger } from '../shared/logger.ts';
-import { taskList } from './tasks.ts';
+import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
+import { makeDispatchEvent } from './events__dispatch.ts';
+import { startHeartbeat } from './heartbeat.ts';
+import { createPoster } from './http-post.ts';
+import { makeDeliverWebhook } from './webhooks__deliver.ts';
+import { makePruneDeliveries } from './webhooks__prune.ts';
 
 export interface Worker {
   /** Stops taking jobs and waits for the running ones; unfinished jobs are released for another worker. */
   stop(): Promise<void>;
 }
 
-export async function startWorker(config: Config, connectionString: string, logger: Logger): Promise<Worker> {
+export interface WorkerOptions {
+  /** How receivers' names resolve (tests give a fixed answer). */
+  resolveHost?: ResolveHost;
+  /** The retry schedule in milliseconds, for tests. */
+  retryDelaysMs?: number[];
+}
+
+const PRUNE_TASK = 'webhooks__prune';
+
+export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
+  if (!config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not set: the worker needs it to sign webhook deliveries');
+  const db = createDb(connectionString, config.workerConcurrency + 2);
+  const poster = createPoster({
+    timeoutMs: config.webhookTimeoutMs,
+    // In development receivers may live on this machine; otherwise only public addresses are connected to.
+    lookup: config.allowInsecureWebhookUrls ? undefined : guardedLookup(options.resolveHost ?? systemResolve),
+  });
+  const workerIds: string[] = [];
+  const events: WorkerEvents = new EventEmitter();
+  events.on('pool:create', ({ workerPool }) => workerIds.push(workerPool.id));
+
   const runner: Runner = await run({
     connectionString,
     concurrency: config.workerConcurrency,
     // Signals are handled by our own shutdown so that the worker stops before the database pool closes.
     noHandleSignals: true,
     logger: toWorkerLogger(logger),
-    taskList,
-    // No recurring jobs: without this graphile-worker looks for a ./crontab file.
-    crontab: '',
+    events,
+    taskList: {
+      [DISPATCH_EVENT_TASK]: makeDispatchEvent(db),
+      [DELIVER_WEBHOOK_TASK]: makeDeliverWebhook({
+        db, poster,
+        secretKey: config.webhookSecretKey,
+        timeoutMs: config.webhookTimeoutMs,
+        allowInsecure: config.allowInsecureWebhookUrls,
+        retryDelaysMs: options.retryDelaysMs,
+      }),
+      [PRUNE_TASK]: makePruneDeliveries(db),
+    },
+    // Given inline, so graphile-worker never looks for a ./crontab file.
+    crontab: `15 4 * * * ${PRUNE_TASK}`,
   });
-  return { stop: () => runner.stop() };
+  const heartbeat = startHeartbeat(db, () => workerIds, logger);
+  return {
+    async stop() {
+      await runner.stop();
+      await heartbeat.stop();
+      poster.close();
+      await db.destroy();
+    },
+  };
 }

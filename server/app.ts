@@ -7,6 +7,7 @@ import pkg from '../package.json' with { type: 'json' };
 import type { Db } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
+import { systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './framework/context.ts';
 import { publicRouter } from './docs.ts';
 import { identify, requireApiKey, requireHttps } from './middleware/auth.ts';
@@ -22,16 +23,18 @@ export interface AppDeps {
   db: Db;
   config: Config;
   logger: Logger;
+  /** How webhook hosts resolve; the system resolver unless a test gives another. */
+  resolveHost?: ResolveHost;
 }
 
-export function createApp({ db, config, logger }: AppDeps): Koa<AppState> {
+export function createApp({ db, config, logger, resolveHost = systemResolve }: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.proxy = config.trustProxy;
   // Every error is answered by handleErrors; Koa's own handler would print to stderr.
   app.silent = true;
 
   const api = new Router<AppState>({ prefix: API_PREFIX });
-  mountRoutes(api, apiRoutes, db);
+  mountRoutes(api, apiRoutes, { db, config, resolveHost });
   const docs = publicRouter(db, buildOpenApi(apiRoutes, pkg.version));
 
   const apiChain = compose<AppContext>([

@@ -3,11 +3,15 @@ import type { AnyRoute } from './framework/route.ts';
 import { customerRoutes } from './resources/customers/routes.ts';
 import { itemRoutes } from './resources/items/routes.ts';
 import { locationRoutes } from './resources/locations/routes.ts';
+import { eventRoutes } from './resources/events/routes.ts';
 import { stockRoutes } from './resources/stock/routes.ts';
+import { webhookRoutes } from './resources/webhooks/routes.ts';
 
 export const apiRoutes: AnyRoute[] = [
   ...itemRoutes,
   ...locationRoutes,
   ...customerRoutes,
   ...stockRoutes,
+  ...webhookRoutes,
+  ...eventRoutes,
 ];

@@ -17,6 +17,11 @@ export interface Config {
   workerConcurrency: number;
   embeddedPgDir: string;
   embeddedPgPort: number;
+  /** Encrypts webhook signing secrets at rest (32 bytes). Required by web and worker; `npm start` makes one. */
+  webhookSecretKey: Buffer | undefined;
+  webhookTimeoutMs: number;
+  /** Development and tests only: http:// and private addresses for webhook receivers. */
+  allowInsecureWebhookUrls: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -46,6 +51,17 @@ function readString(env: Env, name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+/** 32 bytes, as 64 hex digits or base64. */
+function readKey(env: Env, name: string): Buffer | undefined {
+  const raw = readString(env, name);
+  if (raw === undefined) return undefined;
+  const key = /^[0-9a-f]{64}$/i.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) {
+    throw new ConfigError(`${name} must be 32 bytes as 64 hex digits or base64 (make one with: openssl rand -hex 32)`);
+  }
+  return key;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -69,6 +85,9 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: readInt(env, 'WORKER_CONCURRENCY', 5),
     embeddedPgDir: readString(env, 'EMBEDDED_PG_DIR') ?? '.data/postgres',
     embeddedPgPort: readInt(env, 'EMBEDDED_PG_PORT', 54329),
+    webhookSecretKey: readKey(env, 'WEBHOOK_SECRET_KEY'),
+    webhookTimeoutMs: readInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+    allowInsecureWebhookUrls: readBool(env, 'ALLOW_INSECURE_WEBHOOK_URLS', false),
   });
 }
 
@@ -81,4 +100,17 @@ export function loadConfigOrExit(env: Env = process.env): Config {
     process.stderr.write(`Configuration error: ${error.message}\n`);
     process.exit(1);
   }
+}
+
+/**
+ * `npm run web` and `npm run worker` run against a deployment: they need its database and the key that
+ * encrypts webhook secrets. Without them they stop at once, naming what is missing.
+ */
+export function requireDeploymentSettings(config: Config, command: string): Config & { databaseUrl: string; webhookSecretKey: Buffer } {
+  const { databaseUrl, webhookSecretKey } = config;
+  if (databaseUrl && webhookSecretKey) return { ...config, databaseUrl, webhookSecretKey };
+  const missing = [!databaseUrl && 'DATABASE_URL', !webhookSecretKey && 'WEBHOOK_SECRET_KEY'].filter(Boolean).join(' and ');
+  process.stderr.write(`${missing} ${missing.includes(' and ') ? 'are' : 'is'} not set. \`${command}\` needs them ` +
+    '(make a key with: openssl rand -hex 32); `npm start` runs everything locally without either.\n');
+  process.exit(1);
 }

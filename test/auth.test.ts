@@ -119,7 +119,7 @@ test('a body over the limit is a 413 and nothing is written', async (t) => {
 test('a fault is a 500 with the request id and no stack; /health says 503', async (t) => {
   const quiet = () => {};
   const broken = createDb('postgres://nobody:wrong@127.0.0.1:1/none', 1, { warn: quiet, error: quiet });
-  const app = await h.startApp({}, broken);
+  const app = await h.startApp({}, { db: broken });
   const { status, body, headers } = await app.api('srk_anything').get('/items');
   t.is(status, 500);
   t.deepEqual(body, { error: 'Internal server error', requestId: headers.get('x-request-id') });

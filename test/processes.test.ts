@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import http from 'node:http';
 import test from 'ava';
 import { useHarness } from './helpers/harness.ts';
 
 const h = useHarness(test);
+const TEST_KEY = randomBytes(32).toString('hex');
 
 interface Started {
   child: ChildProcess;
@@ -15,7 +17,7 @@ interface Started {
 /** Starts an entry point and waits for the JSON log line whose msg is `ready`. */
 async function start(script: string, ready: string, env: Record<string, string> = {}): Promise<Started & { readyLine: Record<string, unknown> }> {
   const child = spawn(process.execPath, [script], {
-    env: { ...process.env, DATABASE_URL: h.databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, DATABASE_URL: h.databaseUrl, WEBHOOK_SECRET_KEY: TEST_KEY, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
   });
   const lines: string[] = [];
   const exited = once(child, 'exit').then(([code]) => code as number | null);
@@ -69,15 +71,20 @@ test('worker: SIGTERM stops it cleanly with exit 0', async (t) => {
   t.true(worker.lines.some((line) => line.includes('"msg":"stopped"')));
 });
 
-test('web and worker refuse to start without DATABASE_URL, naming it', async (t) => {
-  for (const script of ['server/main.ts', 'jobs/main.ts']) {
-    const child = spawn(process.execPath, [script], { env: { ...process.env, DATABASE_URL: '' } });
+test('web and worker refuse to start without DATABASE_URL or WEBHOOK_SECRET_KEY, naming what is missing', async (t) => {
+  for (const [script, env, expected] of [
+    ['server/main.ts', { DATABASE_URL: '', WEBHOOK_SECRET_KEY: TEST_KEY }, /^DATABASE_URL is not set/],
+    ['jobs/main.ts', { DATABASE_URL: '', WEBHOOK_SECRET_KEY: TEST_KEY }, /^DATABASE_URL is not set/],
+    ['server/main.ts', { DATABASE_URL: h.databaseUrl, WEBHOOK_SECRET_KEY: '' }, /^WEBHOOK_SECRET_KEY is not set.*openssl rand -hex 32/],
+    ['jobs/main.ts', { DATABASE_URL: '', WEBHOOK_SECRET_KEY: '' }, /^DATABASE_URL and WEBHOOK_SECRET_KEY are not set/],
+  ] as const) {
+    const child = spawn(process.execPath, [script], { env: { ...process.env, ...env } });
     let output = '';
     child.stdout.on('data', (chunk) => { output += chunk; });
     child.stderr.on('data', (chunk) => { output += chunk; });
     const [code] = await once(child, 'exit');
     t.is(code, 1, script);
-    t.regex(output, /DATABASE_URL is not set/, script);
+    t.regex(output, expected, script);
   }
 });
 

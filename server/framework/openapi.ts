@@ -150,7 +150,7 @@ function responses(route: AnyRoute, components: Components): Record<string, unkn
     [success.status]: {
       description: success.description,
       headers: success.list ? { ...COMMON_HEADERS, Link: { $ref: '#/components/headers/Link' } } : COMMON_HEADERS,
-      content: { 'application/json': { schema: toJsonSchema(success.schema, components) } },
+      content: success.schema ? { 'application/json': { schema: toJsonSchema(success.schema, components) } } : undefined,
     },
     400: { $ref: '#/components/responses/BadRequest' },
     401: { $ref: '#/components/responses/Unauthorized' },

@@ -60,6 +60,8 @@ export interface PageRequest {
   page: number;
   limit: number;
   sort: SortKey;
+  /** Newest first (logs); lists are oldest first otherwise. */
+  descending?: boolean;
   updatedSince?: Date;
   cursor?: Cursor;
 }
@@ -80,7 +82,7 @@ function decodeCursor(raw: string, sort: SortKey): Cursor {
   throw ValidationError.of('cursor', 'is not a cursor from this list (use the `Link` header as given)');
 }
 
-export function pageRequest(query: PagingQuery): PageRequest {
+export function pageRequest(query: PagingQuery, options: { descending?: boolean } = {}): PageRequest {
   if (query.limit !== undefined && query.size !== undefined && query.limit !== query.size) {
     throw ValidationError.of('size', '`limit` and `size` are the same parameter and must agree when both are given');
   }
@@ -89,6 +91,7 @@ export function pageRequest(query: PagingQuery): PageRequest {
     page: query.page ?? 1,
     limit: query.limit ?? query.size ?? DEFAULT_PAGE_SIZE,
     sort,
+    descending: options.descending,
     updatedSince: query.updatedSince,
     cursor: query.cursor === undefined ? undefined : decodeCursor(query.cursor, sort),
   };
@@ -108,12 +111,13 @@ export async function fetchPage<Row extends PagedRow>(
 ): Promise<Row[]> {
   const sortColumn = `${table}.${request.sort}`;
   if (request.updatedSince) query.where(sortColumn, '>=', request.updatedSince);
+  const order = request.descending ? 'desc' : 'asc';
   if (request.cursor) {
-    query.whereRaw(`(??, ??) > (?::timestamptz, ?::uuid)`, [sortColumn, `${table}.id`, request.cursor.at, request.cursor.id]);
+    query.whereRaw(`(??, ??) ${request.descending ? '<' : '>'} (?::timestamptz, ?::uuid)`, [sortColumn, `${table}.id`, request.cursor.at, request.cursor.id]);
   } else {
     query.offset((request.page - 1) * request.limit);
   }
-  return query.orderBy([{ column: sortColumn }, { column: `${table}.id` }]).limit(request.limit);
+  return query.orderBy([{ column: sortColumn, order }, { column: `${table}.id`, order }]).limit(request.limit);
 }
 
 /** The list body, and a `Link` to the next page whenever this one is full. */

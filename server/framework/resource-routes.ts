@@ -20,6 +20,8 @@ interface ListRouteSpec<Row extends OwnedRow, Rec, Query> {
   query: Struct<Query, any>;
   list: (db: Knex, accountId: string, filters: Query, page: PageRequest) => Promise<Row[]>;
   toRecord: (row: Row) => Rec;
+  /** Logs list newest first. */
+  newestFirst?: boolean;
 }
 
 export function listRoute<Row extends OwnedRow, Rec, Query>(spec: ListRouteSpec<Row, Rec, Query>): AnyRoute {
@@ -30,7 +32,7 @@ export function listRoute<Row extends OwnedRow, Rec, Query>(spec: ListRouteSpec<
     query: spec.query,
     success: { status: 200, description: 'A page of records', schema: listOf(spec.name, spec.record), list: true },
     handler: async ({ db, auth, query, ctx }) => {
-      const page = pageRequest(query as Query & object);
+      const page = pageRequest(query as Query & object, { descending: spec.newestFirst });
       return pageReply(ctx, page, await spec.list(db, auth.accountId, query, page), spec.toRecord);
     },
   });

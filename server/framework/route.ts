@@ -4,6 +4,8 @@ import type Router from '@koa/router';
 import { validate } from 'superstruct';
 import type { Db } from '../../db/knex.ts';
 import type { ApiKeyIdentity } from '../../shared/accounts.ts';
+import type { Config } from '../../shared/config.ts';
+import type { ResolveHost } from '../../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './context.ts';
 import { ValidationError, problemsOf, type Problem } from './errors.ts';
 import { object, type AnyStruct, type Struct } from './schema.ts';
@@ -14,12 +16,18 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
-export interface RouteInput<Q, B> {
+/** What handlers may use besides the request: passed in by createApp, so tests hand in their own. */
+export interface RouteDeps {
+  db: Db;
+  config: Config;
+  resolveHost: ResolveHost;
+}
+
+export interface RouteInput<Q, B> extends RouteDeps {
   query: Q;
   body: B;
   params: Record<string, string>;
   auth: ApiKeyIdentity;
-  db: Db;
   ctx: AppContext;
 }
 
@@ -33,7 +41,8 @@ export interface RouteSpec<Q, B> {
   tag: string;
   query?: Struct<Q, any>;
   body?: Struct<B, any>;
-  success: { status: 200 | 201; description: string; schema: AnyStruct; list?: boolean };
+  /** The schema of the body; none for a 204. */
+  success: { status: 200 | 201 | 202 | 204; description: string; schema?: AnyStruct; list?: boolean };
   /** Statuses this route answers beyond those every authenticated route may answer, with why. */
   errors?: Partial<Record<404 | 409, string>>;
   handler: (input: RouteInput<Q, B>) => Promise<Reply>;
@@ -48,6 +57,8 @@ export function defineRoute<Q = Record<string, never>, B = undefined>(spec: Rout
 
 export const ok = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 200, body, headers });
 export const created = (body: unknown): Reply => ({ status: 201, body });
+export const accepted = (body: unknown): Reply => ({ status: 202, body });
+export const noContent = (): Reply => ({ status: 204, body: null });
 
 const NO_QUERY = object({});
 
@@ -66,7 +77,7 @@ function koaPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
-export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], db: Db): void {
+export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], deps: RouteDeps): void {
   for (const spec of routes) {
     router[spec.method](spec.operationId, koaPath(spec.path), async (ctx) => {
       const problems: Problem[] = [];
@@ -75,7 +86,7 @@ export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], db: Db
       if (problems.length) throw new ValidationError(problems);
       const auth = ctx.state.auth;
       if (!auth) throw new Error('mountRoutes: route reached without authentication');
-      const reply = await spec.handler({ query, body, params: ctx.params, auth, db, ctx: ctx as AppContext });
+      const reply = await spec.handler({ ...deps, query, body, params: ctx.params, auth, ctx: ctx as AppContext });
       ctx.status = reply.status;
       ctx.body = reply.body;
       for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);

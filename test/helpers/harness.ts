@@ -8,6 +8,7 @@ import { createApp } from '../../server/app.ts';
 import { createAccount, createApiKey } from '../../shared/accounts.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
+import type { ResolveHost } from '../../shared/webhook-urls.ts';
 import { client, type Client } from './client.ts';
 import { createDatabase, dropDatabase } from './database.ts';
 
@@ -34,7 +35,7 @@ export interface Harness {
   databaseUrl: string;
   /** The default app: limits high enough never to interfere. */
   app: RunningApp;
-  startApp(overrides?: Partial<Config>, db?: Db): Promise<RunningApp>;
+  startApp(overrides?: Partial<Config>, deps?: { db?: Db; resolveHost?: ResolveHost }): Promise<RunningApp>;
   newAccount(name?: string): Promise<TestAccount>;
 }
 
@@ -43,7 +44,13 @@ const TEST_CONFIG: Partial<Config> = {
   rateLimitPerIp: 1_000_000,
   port: 0,
   host: '127.0.0.1',
+  webhookSecretKey: randomBytes(32),
 };
+
+/** The configuration the test apps and workers of this file run with. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({}), ...TEST_CONFIG, ...overrides };
+}
 
 /** Registers before/after hooks on `test` and returns the harness they fill in. */
 export function useHarness(test: TestFn, overrides: Partial<Config> = {}): Harness {
@@ -52,11 +59,11 @@ export function useHarness(test: TestFn, overrides: Partial<Config> = {}): Harne
   const apps: RunningApp[] = [];
   const harness = {} as Harness;
 
-  async function startApp(appOverrides: Partial<Config> = {}, db = harness.db): Promise<RunningApp> {
-    const config = { ...loadConfig({}), ...TEST_CONFIG, ...overrides, ...appOverrides };
+  async function startApp(appOverrides: Partial<Config> = {}, deps: { db?: Db; resolveHost?: ResolveHost } = {}): Promise<RunningApp> {
+    const config = testConfig({ ...overrides, ...appOverrides });
     const logs: string[] = [];
     const sink = new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } });
-    const app = createApp({ db, config, logger: createLogger('info', 'test', sink) });
+    const app = createApp({ db: deps.db ?? harness.db, resolveHost: deps.resolveHost, config, logger: createLogger('info', 'test', sink) });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

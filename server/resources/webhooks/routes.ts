@@ -1,0 +1,147 @@
+import { deliveryJob, dispatchTo, recordPing } from '../../../shared/events.ts';
+import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
+import { findOwned } from '../../framework/crud.ts';
+import { NotFoundError, ValidationError } from '../../framework/errors.ts';
+import { listOf, pageReply, pageRequest } from '../../framework/pagination.ts';
+import { getRoute, listRoute } from '../../framework/resource-routes.ts';
+import { accepted, created, defineRoute, noContent, ok, type RouteInput } from '../../framework/route.ts';
+import {
+  deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, rotateSecret, toDelivery, toWebhook, updateWebhook,
+} from './queries.ts';
+import {
+  CreatedWebhook, CreateWebhook, DeliveryListQuery, DeliveryQueued, Redeliver, RotatedSecret, UpdateWebhook, Webhook,
+  WebhookDelivery, WebhookListQuery,
+} from './schema.ts';
+
+const tag = 'Webhooks';
+const notFound = { 404: 'No such webhook in this account' } as const;
+
+/** https and a public address, unless the deployment allows insecure URLs (development and tests only). */
+async function requireUsableUrl({ config, resolveHost }: Pick<RouteInput<unknown, unknown>, 'config' | 'resolveHost'>, url: string): Promise<void> {
+  const problem = await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, resolve: resolveHost });
+  if (problem) throw ValidationError.of('url', problem);
+}
+
+/** Handlers that encrypt secrets need the key; web and worker refuse to start without it. */
+function secretKey(input: Pick<RouteInput<unknown, unknown>, 'config'>): Buffer {
+  if (!input.config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not configured');
+  return input.config.webhookSecretKey;
+}
+
+export const webhookRoutes = [
+  defineRoute({
+    method: 'post', path: '/webhooks', operationId: 'createWebhook', tag,
+    summary: 'Subscribe an endpoint to events',
+    description: 'Deliveries are signed Standard Webhooks POSTs (`webhook-id`, `webhook-timestamp`, `webhook-signature`). '
+      + 'The answer carries the signing secret: it is shown only this once.',
+    body: CreateWebhook,
+    success: { status: 201, description: 'The subscription, with its signing secret', schema: CreatedWebhook },
+    handler: async (input) => {
+      await requireUsableUrl(input, input.body.url);
+      const { row, secret } = await insertWebhook(input.db, input.auth.accountId, secretKey(input), input.body);
+      return created({ ...toWebhook(row), secret });
+    },
+  }),
+
+  listRoute({
+    path: '/webhooks', operationId: 'listWebhooks', tag, summary: 'List webhook subscriptions',
+    name: 'Webhook', record: Webhook, query: WebhookListQuery, list: listWebhooks, toRecord: toWebhook,
+  }),
+
+  getRoute({
+    path: '/webhooks/{id}', operationId: 'getWebhook', tag, summary: 'Get a webhook subscription',
+    name: 'Webhook', record: Webhook, find: findWebhook, toRecord: toWebhook,
+  }),
+
+  defineRoute({
+    method: 'patch', path: '/webhooks/{id}', operationId: 'updateWebhook', tag,
+    summary: 'Change a webhook subscription',
+    description: 'Only the fields sent change. `{"enabled": true}` re-enables a disabled subscription; events that '
+      + 'happened while it was disabled are not sent (redeliver them from `GET /events`).',
+    body: UpdateWebhook,
+    success: { status: 200, description: 'The updated subscription', schema: Webhook },
+    errors: notFound,
+    handler: async (input) => {
+      if (input.body.url !== undefined) await requireUsableUrl(input, input.body.url);
+      const row = await updateWebhook(input.db, input.auth.accountId, input.params.id ?? '', input.body);
+      if (!row) throw new NotFoundError('Webhook');
+      return ok(toWebhook(row));
+    },
+  }),
+
+  defineRoute({
+    method: 'delete', path: '/webhooks/{id}', operationId: 'deleteWebhook', tag,
+    summary: 'Delete a webhook subscription',
+    description: 'Deliveries stop at once; the subscription\'s delivery log goes with it.',
+    success: { status: 204, description: 'Deleted' },
+    errors: notFound,
+    handler: async ({ db, auth, params }) => {
+      const found = await findWebhook(db, auth.accountId, params.id ?? '');
+      if (!found || !(await deleteWebhook(db, auth.accountId, found.id))) throw new NotFoundError('Webhook');
+      return noContent();
+    },
+  }),
+
+  defineRoute({
+    method: 'get', path: '/webhooks/{id}/deliveries', operationId: 'listWebhookDeliveries', tag,
+    summary: 'List delivery attempts',
+    description: 'Every attempt to deliver an event to this webhook, newest first: outcome, the receiver\'s status or '
+      + 'the error, how long it took and the first kilobyte of its answer. Kept for 30 days.',
+    query: DeliveryListQuery,
+    success: { status: 200, description: 'A page of attempts', schema: listOf('WebhookDelivery', WebhookDelivery), list: true },
+    errors: notFound,
+    handler: async ({ db, auth, params, query, ctx }) => {
+      const webhook = await findWebhook(db, auth.accountId, params.id ?? '');
+      if (!webhook) throw new NotFoundError('Webhook');
+      const page = pageRequest(query, { descending: true });
+      return pageReply(ctx, page, await listDeliveries(db, auth.accountId, webhook.id, query, page), toDelivery);
+    },
+  }),
+
+  defineRoute({
+    method: 'post', path: '/webhooks/{id}/ping', operationId: 'pingWebhook', tag,
+    summary: 'Send a test event',
+    description: 'Sends a `webhook.ping` event (`data: {"webhookId": ...}`) to this subscription alone, signed, logged and '
+      + 'retried like any other. Ping events are not listed by `GET /events`.',
+    success: { status: 202, description: 'The ping is on its way', schema: DeliveryQueued },
+    errors: notFound,
+    handler: async ({ db, auth, params }) => accepted(await db.transaction(async (trx) => {
+      const webhook = await findWebhook(trx, auth.accountId, params.id ?? '');
+      if (!webhook) throw new NotFoundError('Webhook');
+      const event = await recordPing(trx, auth.accountId, webhook.id);
+      return { eventId: event.id };
+    })),
+  }),
+
+  defineRoute({
+    method: 'post', path: '/webhooks/{id}/redeliver', operationId: 'redeliverWebhookEvent', tag,
+    summary: 'Deliver an event again',
+    description: 'One more attempt to deliver one of your account\'s events to this subscription, whether or not it '
+      + 'succeeded before, with the same `webhook-id`; it appears in the delivery log. It is not retried: if it fails, ask again.',
+    body: Redeliver,
+    success: { status: 202, description: 'The delivery is on its way', schema: DeliveryQueued },
+    errors: { 404: 'No such webhook, or no such event, in this account' },
+    handler: async ({ db, auth, params, body }) => accepted(await db.transaction(async (trx) => {
+      const webhook = await findWebhook(trx, auth.accountId, params.id ?? '');
+      if (!webhook) throw new NotFoundError('Webhook');
+      const event = await findOwned(trx, 'events', auth.accountId, body.eventId);
+      if (!event) throw new NotFoundError('Event');
+      await dispatchTo(trx, auth.accountId, webhook.id, event.id, deliveryJob({ webhookId: webhook.id, eventId: event.id, redelivery: true }));
+      return { eventId: event.id };
+    })),
+  }),
+
+  defineRoute({
+    method: 'post', path: '/webhooks/{id}/rotate-secret', operationId: 'rotateWebhookSecret', tag,
+    summary: 'Rotate the signing secret',
+    description: 'Makes a new secret. For the next 24 hours every delivery carries two signatures (new and previous '
+      + 'secret, space-separated in `webhook-signature`), so receivers can switch over without missing one; then the new one only.',
+    success: { status: 200, description: 'The new secret, shown only this once', schema: RotatedSecret },
+    errors: notFound,
+    handler: async (input) => {
+      const rotated = await rotateSecret(input.db, input.auth.accountId, input.params.id ?? '', secretKey(input));
+      if (!rotated) throw new NotFoundError('Webhook');
+      return ok(rotated);
+    },
+  }),
+];
