@@ -3,6 +3,7 @@ import type { AnyRoute } from './framework/route.ts';
 import { customerRoutes } from './resources/customers/routes.ts';
 import { itemRoutes } from './resources/items/routes.ts';
 import { locationRoutes } from './resources/locations/routes.ts';
+import { salesOrderRoutes } from './resources/sales-orders/routes.ts';
 import { stockRoutes } from './resources/stock/routes.ts';
 
 export const apiRoutes: AnyRoute[] = [
@@ -10,4 +11,5 @@ export const apiRoutes: AnyRoute[] = [
   ...locationRoutes,
   ...customerRoutes,
   ...stockRoutes,
+  ...salesOrderRoutes,
 ];
