@@ -388,7 +388,8 @@ test('statements per request do not grow with the number of lines or orders', as
   const s = await setup();
   const db = createDb(h.databaseUrl, 5);
   let statements = 0;
-  db.on('query', () => { statements += 1; });
+  // The key lookup's once-a-minute last-used write is not the route's doing.
+  db.on('query', (query: { sql: string }) => { if (!query.sql.includes('api_keys')) statements += 1; });
   const app = await h.startApp({}, db);
   const api = app.api(s.key);
   const count = async (run: () => Promise<unknown>) => {
