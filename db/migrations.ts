@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { createDb } from './knex.ts';
 import * as foundation from './migrations/001_foundation.ts';
 import * as stock from './migrations/002_stock.ts';
+import * as salesOrders from './migrations/003_sales_orders.ts';
 import * as webhooks from './migrations/005_webhooks.ts';
 
 interface Migration {
@@ -15,6 +16,7 @@ interface Migration {
 const MIGRATIONS: Record<string, Migration> = {
   '001_foundation': foundation,
   '002_stock': stock,
+  '003_sales_orders': salesOrders,
   '005_webhooks': webhooks,
 };
 

@@ -4,6 +4,7 @@ import { customerRoutes } from './resources/customers/routes.ts';
 import { itemRoutes } from './resources/items/routes.ts';
 import { locationRoutes } from './resources/locations/routes.ts';
 import { eventRoutes } from './resources/events/routes.ts';
+import { salesOrderRoutes } from './resources/sales-orders/routes.ts';
 import { stockRoutes } from './resources/stock/routes.ts';
 import { webhookRoutes } from './resources/webhooks/routes.ts';
 
@@ -12,6 +13,7 @@ export const apiRoutes: AnyRoute[] = [
   ...locationRoutes,
   ...customerRoutes,
   ...stockRoutes,
+  ...salesOrderRoutes,
   ...webhookRoutes,
   ...eventRoutes,
 ];

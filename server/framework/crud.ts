@@ -34,7 +34,10 @@ export async function lockOwned<Row extends OwnedRow>(trx: Knex.Transaction, tab
   return trx(table).where({ account_id: accountId, id }).forUpdate().first();
 }
 
-/** Inserts and returns the row; with `uniqueBy`, a clash on those columns returns undefined instead of raising. */
+/**
+ * Inserts and returns the row; with `uniqueBy`, a clash on those columns (`[]`: on any unique constraint) returns
+ * undefined instead of raising. A clash with a row not yet committed waits for that transaction to end.
+ */
 export async function insertOwned<Row extends OwnedRow>(
   db: Knex,
   table: string,
@@ -43,7 +46,8 @@ export async function insertOwned<Row extends OwnedRow>(
   uniqueBy?: string[],
 ): Promise<Row | undefined> {
   const insert = db(table).insert({ ...values, account_id: accountId });
-  if (uniqueBy) insert.onConflict(uniqueBy).ignore();
+  if (uniqueBy?.length) insert.onConflict(uniqueBy).ignore();
+  else if (uniqueBy) insert.onConflict().ignore();
   const [row] = await insert.returning('*');
   return row;
 }

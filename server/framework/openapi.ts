@@ -45,6 +45,8 @@ function baseSchema(struct: AnyStruct, components: Components): JsonSchema {
       return { const: struct.schema };
     case 'union':
       return { anyOf: (struct.schema as AnyStruct[]).map((member) => toJsonSchema(member, components)) };
+    case 'oneOf':
+      return { oneOf: (struct.schema as AnyStruct[]).map((member) => toJsonSchema(member, components)) };
     case 'date':
       return { type: 'string', format: 'date-time' };
     case 'string':

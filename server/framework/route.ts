@@ -23,15 +23,22 @@ export interface RouteDeps {
   resolveHost: ResolveHost;
 }
 
-export interface RouteInput<Q, B> extends RouteDeps {
+export interface RouteInput<Q, B, R = undefined> extends RouteDeps {
   query: Q;
   body: B;
+  /** What the route's `resolve` found. */
+  resolved: R;
   params: Record<string, string>;
   auth: ApiKeyIdentity;
   ctx: AppContext;
 }
 
-export interface RouteSpec<Q, B> {
+export interface Resolution<R> {
+  problems: Problem[];
+  resolved: R;
+}
+
+export interface RouteSpec<Q, B, R = undefined> {
   method: 'get' | 'post' | 'patch' | 'delete';
   /** OpenAPI form, relative to the API prefix: `/items/{id}`. */
   path: string;
@@ -45,13 +52,19 @@ export interface RouteSpec<Q, B> {
   success: { status: 200 | 201 | 202 | 204; description: string; schema?: AnyStruct; list?: boolean };
   /** Statuses this route answers beyond those every authenticated route may answer, with why. */
   errors?: Partial<Record<404 | 409, string>>;
-  handler: (input: RouteInput<Q, B>) => Promise<Reply>;
+  /**
+   * Looks up what the body refers to (records of the account, by id or by another key). It runs on the body as
+   * sent, also when the body failed its struct, so that one 400 names the shape and the reference problems
+   * together; a path the struct already named is not named twice. What it found reaches the handler as `resolved`.
+   */
+  resolve?: (input: RouteDeps & { body: unknown; auth: ApiKeyIdentity }) => Promise<Resolution<R>>;
+  handler: (input: RouteInput<Q, B, R>) => Promise<Reply>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteSpec<any, any>;
+export type AnyRoute = RouteSpec<any, any, any>;
 
-export function defineRoute<Q = Record<string, never>, B = undefined>(spec: RouteSpec<Q, B>): RouteSpec<Q, B> {
+export function defineRoute<Q = Record<string, never>, B = undefined, R = undefined>(spec: RouteSpec<Q, B, R>): RouteSpec<Q, B, R> {
   return spec;
 }
 
@@ -80,13 +93,17 @@ function koaPath(path: string): string {
 export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], deps: RouteDeps): void {
   for (const spec of routes) {
     router[spec.method](spec.operationId, koaPath(spec.path), async (ctx) => {
-      const problems: Problem[] = [];
-      const query = check(spec.query ?? NO_QUERY, { ...ctx.query }, 'query', problems);
-      const body = spec.body ? check(spec.body, ctx.request.body ?? {}, 'body', problems) : undefined;
-      if (problems.length) throw new ValidationError(problems);
       const auth = ctx.state.auth;
       if (!auth) throw new Error('mountRoutes: route reached without authentication');
-      const reply = await spec.handler({ ...deps, query, body, params: ctx.params, auth, ctx: ctx as AppContext });
+      const problems: Problem[] = [];
+      const query = check(spec.query ?? NO_QUERY, { ...ctx.query }, 'query', problems);
+      const sent: unknown = ctx.request.body ?? {};
+      const body = spec.body ? check(spec.body, sent, 'body', problems) : undefined;
+      const found = spec.resolve ? await spec.resolve({ ...deps, body: sent, auth }) : undefined;
+      const named = new Set(problems.map((problem) => problem.path));
+      problems.push(...(found?.problems ?? []).filter((problem) => !named.has(problem.path)));
+      if (problems.length) throw new ValidationError(problems);
+      const reply = await spec.handler({ ...deps, query, body, resolved: found?.resolved, params: ctx.params, auth, ctx: ctx as AppContext });
       ctx.status = reply.status;
       ctx.body = reply.body;
       for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);

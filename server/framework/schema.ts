@@ -95,6 +95,64 @@ export function integer(schema: JsonSchema = {}): Struct<number, null> {
   return describe(s.integer(), { type: 'integer', ...schema });
 }
 
+/** An array of `min` to `max` entries, each checked by `struct`. */
+export function list<T, S>(entry: Struct<T, S>, options: { min: number; max: number; description?: string }): Struct<T[], Struct<T, S>> {
+  const { min, max } = options;
+  const struct = s.refine(s.array(entry), 'length', (value) => {
+    if (value.length < min) return min === 1 ? 'must not be empty' : `must have at least ${min} entries`;
+    if (value.length > max) return `must have at most ${max} entries`;
+    return true;
+  });
+  return describe(struct, { minItems: min, maxItems: max, description: options.description });
+}
+
+/** What `oneOf`'s `pick` answers for a value that fits none of the shapes. */
+export interface NoShape {
+  /** The field the problem is reported at, relative to the value: `items`. */
+  field: string;
+  message: string;
+  /** Checked all the same (the fields every shape shares), so that its problems are reported with this one. */
+  shared?: AnyStruct;
+}
+
+/**
+ * A value of one of several (named) shapes, told apart by `pick` from the value as sent, usually by a field only
+ * one shape has. The value is checked as the shape picked, so problems name paths inside that shape rather than
+ * a list of every shape's complaints; OpenAPI shows it as `oneOf` the shapes.
+ */
+export function oneOf<Shapes extends AnyStruct[]>(
+  shapes: Shapes,
+  pick: (value: unknown) => Shapes[number] | NoShape,
+): Struct<s.Infer<Shapes[number]>, Shapes> {
+  const chosen = (value: unknown): { shape?: AnyStruct; none?: NoShape } => {
+    const choice = pick(value);
+    return choice instanceof s.Struct ? { shape: choice } : { none: choice as NoShape };
+  };
+  return new s.Struct<s.Infer<Shapes[number]>, Shapes>({
+    type: 'oneOf',
+    schema: shapes,
+    *entries(value, ctx) {
+      const { shape, none } = chosen(value);
+      const checked = shape ?? none?.shared;
+      if (checked) yield* checked.entries(value, ctx);
+    },
+    validator(value, ctx) {
+      const { shape, none } = chosen(value);
+      if (shape) return shape.validator(value, ctx);
+      // A refinement-style failure: errors.ts reports its message as written, at the field named.
+      return { path: [...ctx.path, none!.field], key: none!.field, refinement: 'oneOf', message: none!.message };
+    },
+    coercer(value, ctx) {
+      const { shape } = chosen(value);
+      return shape ? shape.coercer(value, ctx) : value;
+    },
+    refiner(value, ctx) {
+      const { shape } = chosen(value);
+      return shape ? shape.refiner(value, ctx) : [];
+    },
+  });
+}
+
 /** Every field of a create struct made optional and defaults dropped, plus `extra` fields: the body of a PATCH. */
 export function patchOf<T extends Record<string, unknown>, E extends ObjectShape = Record<string, never>>(
   create: Struct<T, any>,

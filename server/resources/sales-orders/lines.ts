@@ -1,0 +1,108 @@
+// A create body's lines, in either shape, as order lines: the customer and the items they name are looked up in
+// one query per table (not one per line), and every problem is named by its path in the body as sent.
+import type { Knex } from 'knex';
+import { isUuid } from '../../../shared/accounts.ts';
+import { ValidationError, type Problem } from '../../framework/errors.ts';
+import { missingReferences } from '../../framework/references.ts';
+import type { Resolution } from '../../framework/route.ts';
+import { MAX_DECIMAL } from '../../framework/schema.ts';
+import { shapeOf, type CreateSalesOrder } from './schema.ts';
+
+export interface OrderItem {
+  id: string;
+  sku: string;
+  price: number | null;
+  archived: boolean;
+}
+
+/** The items the body's lines name, keyed as the lines name them: by id (shape A) or by sku (shape B). */
+export type OrderItems = Map<string, OrderItem>;
+
+export interface NewLine {
+  itemId: string;
+  sku: string;
+  quantity: number;
+  price: number;
+}
+
+interface ItemSelect {
+  id: string;
+  sku: string;
+  price: number | null;
+  archived_at: Date | null;
+}
+
+async function findItems(db: Knex, accountId: string, column: 'id' | 'sku', keys: string[]): Promise<OrderItems> {
+  const found: OrderItems = new Map();
+  if (keys.length === 0) return found;
+  const rows: ItemSelect[] = await db('items').where({ account_id: accountId }).whereIn(column, keys).select('id', 'sku', 'price', 'archived_at');
+  for (const row of rows) found.set(row[column], { id: row.id, sku: row.sku, price: row.price, archived: row.archived_at !== null });
+  return found;
+}
+
+/** `[index, value]` of every line whose `field` is a string: the others are the struct's to report. */
+function keysOf(lines: unknown, field: string): Array<[number, string]> {
+  if (!Array.isArray(lines)) return [];
+  return lines.flatMap((line: unknown, index) => {
+    const value = typeof line === 'object' && line !== null ? (line as Record<string, unknown>)[field] : undefined;
+    return typeof value === 'string' ? [[index, value] as [number, string]] : [];
+  });
+}
+
+function lineProblem(item: OrderItem | undefined, path: string, missing: string, needsPrice: boolean): Problem | undefined {
+  if (!item) return { path, message: missing };
+  if (item.archived) return { path, message: 'this item is archived: restore it (PATCH /items/{id} with archived false) or order another' };
+  if (needsPrice && item.price === null) {
+    return { path, message: 'this item has no price: set its price, or send shape B (items) with an explicit price per line' };
+  }
+  return undefined;
+}
+
+/** Looks up the customer and the items a create body names, whatever else is wrong with it. */
+export async function resolveSalesOrder(db: Knex, accountId: string, body: unknown): Promise<Resolution<OrderItems>> {
+  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const problems = typeof fields.customerId === 'string'
+    ? await missingReferences(db, accountId, [{ table: 'customers', id: fields.customerId, path: 'customerId' }])
+    : [];
+  const shape = shapeOf(body);
+  if (shape !== 'A' && shape !== 'B') return { problems, resolved: new Map() };
+
+  const [list, field, column] = shape === 'A' ? ['lineItems', 'itemId', 'id'] as const : ['items', 'sku', 'sku'] as const;
+  const keys = keysOf(fields[list], field);
+  const lookup = keys.map(([, key]) => key).filter((key) => column === 'sku' || isUuid(key));
+  const items = await findItems(db, accountId, column, [...new Set(lookup)]);
+  for (const [index, key] of keys) {
+    const missing = shape === 'A' ? 'no item with this id in your account' : 'no item with this sku in your account';
+    const problem = lineProblem(items.get(key), `${list}[${index}].${field}`, missing, shape === 'A');
+    if (problem) problems.push(problem);
+  }
+  return { problems, resolved: items };
+}
+
+/** Order lines from a checked body and the items resolveSalesOrder found for it. */
+export function orderLines(body: CreateSalesOrder, items: OrderItems): NewLine[] {
+  if ('lineItems' in body) {
+    return body.lineItems.map((line) => {
+      const item = items.get(line.itemId)!;
+      return { itemId: item.id, sku: item.sku, quantity: line.quantity, price: item.price! };
+    });
+  }
+  return body.items.map((line) => ({ itemId: items.get(line.sku)!.id, sku: line.sku, quantity: line.quantity, price: line.price }));
+}
+
+const MICRO = 1_000_000n;
+const micros = (value: number) => BigInt(Math.round(value * 1e6));
+
+/**
+ * The sum of quantity × price, exact: both carry at most 6 decimals, so in integer millionths each product is an
+ * integer of 10^-12 units, and the sum is rounded half up to 6 places only once. A total beyond what an amount
+ * may be is a 400 naming the list.
+ */
+export function orderTotal(lines: NewLine[], listPath: string): number {
+  const sum = lines.reduce((total, line) => total + micros(line.quantity) * micros(line.price), 0n);
+  const rounded = (sum + MICRO / 2n) / MICRO;
+  if (rounded > micros(MAX_DECIMAL)) {
+    throw ValidationError.of(listPath, `the order total (quantity × price over the lines) must be at most ${MAX_DECIMAL}`);
+  }
+  return Number(rounded) / 1e6;
+}

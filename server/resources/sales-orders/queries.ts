@@ -1,0 +1,167 @@
+import type { Knex } from 'knex';
+import { ConflictError } from '../../framework/errors.ts';
+import { findOwned, insertOwned, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
+import type { PageRequest } from '../../framework/pagination.ts';
+import type { NewLine } from './lines.ts';
+import type { SalesOrder, SalesOrderLine, SalesOrderListQuery, SalesOrderStatus } from './schema.ts';
+
+export interface SalesOrderRow extends OwnedRow {
+  sales_order_number: string;
+  integration_source_id: string | null;
+  customer_id: string;
+  status: SalesOrderStatus;
+  total: number;
+  fulfilled_location_id: string | null;
+}
+
+export interface SalesOrderLineRow extends OwnedRow {
+  sales_order_id: string;
+  position: number;
+  item_id: string;
+  sku: string;
+  quantity: number;
+  price: number;
+}
+
+/** An order with its lines, in position order. */
+export interface SalesOrderWithLines extends SalesOrderRow {
+  lines: SalesOrderLineRow[];
+}
+
+function toLine(row: SalesOrderLineRow): SalesOrderLine {
+  return { id: row.id, itemId: row.item_id, sku: row.sku, quantity: row.quantity, price: row.price };
+}
+
+export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
+  return {
+    id: row.id,
+    salesOrderNumber: row.sales_order_number,
+    integrationSourceId: row.integration_source_id,
+    customerId: row.customer_id,
+    status: row.status,
+    lineItems: row.lines.map(toLine),
+    total: row.total,
+    fulfilledLocationId: row.fulfilled_location_id,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+/** The lines of several orders in one query, attached to their orders. */
+export async function withLines(db: Knex, accountId: string, orders: SalesOrderRow[]): Promise<SalesOrderWithLines[]> {
+  if (orders.length === 0) return [];
+  const lines: SalesOrderLineRow[] = await db('sales_order_lines')
+    .where({ account_id: accountId })
+    .whereIn('sales_order_id', orders.map((order) => order.id))
+    .orderBy(['sales_order_id', 'position']);
+  const byOrder = new Map<string, SalesOrderLineRow[]>(orders.map((order) => [order.id, []]));
+  for (const line of lines) byOrder.get(line.sales_order_id)!.push(line);
+  return orders.map((order) => ({ ...order, lines: byOrder.get(order.id)! }));
+}
+
+export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<SalesOrderWithLines | undefined> {
+  const row = await findOwned<SalesOrderRow>(db, 'sales_orders', accountId, id);
+  return row && (await withLines(db, accountId, [row]))[0];
+}
+
+export async function listSalesOrders(db: Knex, accountId: string, filters: SalesOrderListQuery, page: PageRequest): Promise<SalesOrderWithLines[]> {
+  const rows = await listOwned<SalesOrderRow>(db, 'sales_orders', accountId, page, (query) => {
+    if (filters.status !== undefined) query.where('status', filters.status);
+    whereId(query, 'customer_id', filters.customerId);
+    if (filters.integrationSourceId !== undefined) query.where('integration_source_id', filters.integrationSourceId);
+  });
+  return withLines(db, accountId, rows);
+}
+
+/** The next value of the account's counter `name`, starting at 1; the row stays locked until the transaction ends. */
+async function nextCounterValue(trx: Knex.Transaction, accountId: string, name: string): Promise<number> {
+  const { rows } = await trx.raw<{ rows: Array<{ value: number }> }>(
+    `insert into account_counters (account_id, name, value) values (?::uuid, ?, 1)
+     on conflict (account_id, name) do update set value = account_counters.value + 1, updated_at = now()
+     returning value`,
+    [accountId, name],
+  );
+  return rows[0]!.value;
+}
+
+export interface NewSalesOrder {
+  customerId: string;
+  /** Absent: the next `SO-` number of the account. */
+  salesOrderNumber?: string | null;
+  integrationSourceId?: string | null;
+  total: number;
+}
+
+async function duplicate(trx: Knex.Transaction, accountId: string, order: NewSalesOrder, number: string): Promise<ConflictError | undefined> {
+  const clashes: Array<Pick<SalesOrderRow, 'id' | 'sales_order_number' | 'integration_source_id'>> = await trx('sales_orders')
+    .where({ account_id: accountId })
+    .where((query) => {
+      query.where('sales_order_number', number);
+      if (order.integrationSourceId) query.orWhere('integration_source_id', order.integrationSourceId);
+    })
+    .select('id', 'sales_order_number', 'integration_source_id');
+  // The integration id first: a clash there means the caller is retrying an order it already sent.
+  const sameSource = clashes.find((row) => order.integrationSourceId && row.integration_source_id === order.integrationSourceId);
+  if (sameSource) {
+    return new ConflictError(`A sales order with integrationSourceId "${order.integrationSourceId}" already exists`, {
+      existingId: sameSource.id, integrationSourceId: order.integrationSourceId,
+    });
+  }
+  const sameNumber = clashes.find((row) => row.sales_order_number === number);
+  if (sameNumber && order.salesOrderNumber) {
+    return new ConflictError(`A sales order with salesOrderNumber "${number}" already exists`, { existingId: sameNumber.id, salesOrderNumber: number });
+  }
+  return undefined;
+}
+
+/**
+ * Inserts the order with the next free `SO-` number when it has none. Both unique keys are checked by the insert
+ * itself (`on conflict do nothing`: a racing identical create waits for the first to commit, then inserts nothing),
+ * so a duplicate is a 409 naming the existing order and never a database error inside the transaction. A
+ * generated number that a caller already used explicitly is skipped.
+ */
+async function insertOrderRow(trx: Knex.Transaction, accountId: string, order: NewSalesOrder): Promise<SalesOrderRow> {
+  for (;;) {
+    const number = order.salesOrderNumber ?? `SO-${String(await nextCounterValue(trx, accountId, 'sales_order')).padStart(6, '0')}`;
+    const row = await insertOwned<SalesOrderRow>(trx, 'sales_orders', accountId, {
+      sales_order_number: number,
+      integration_source_id: order.integrationSourceId ?? null,
+      customer_id: order.customerId,
+      total: String(order.total),
+    }, []);
+    if (row) return row;
+    const conflict = await duplicate(trx, accountId, order, number);
+    if (conflict) throw conflict;
+    if (order.salesOrderNumber) throw new ConflictError('The sales order conflicted with a concurrent change; retry it');
+  }
+}
+
+export async function insertSalesOrder(trx: Knex.Transaction, accountId: string, order: NewSalesOrder, lines: NewLine[]): Promise<SalesOrderWithLines> {
+  const row = await insertOrderRow(trx, accountId, order);
+  const lineRows: SalesOrderLineRow[] = await trx('sales_order_lines')
+    .insert(lines.map((line, position) => ({
+      account_id: accountId,
+      sales_order_id: row.id,
+      position,
+      item_id: line.itemId,
+      sku: line.sku,
+      quantity: String(line.quantity),
+      price: String(line.price),
+    })))
+    .returning('*');
+  return { ...row, lines: lineRows };
+}
+
+/** Moves a locked order to `status`. */
+export async function setStatus(
+  trx: Knex.Transaction,
+  order: SalesOrderWithLines,
+  status: SalesOrderStatus,
+  values: Partial<Pick<SalesOrderRow, 'fulfilled_location_id'>> = {},
+): Promise<SalesOrderWithLines> {
+  const [row] = await trx('sales_orders')
+    .where({ account_id: order.account_id, id: order.id })
+    .update({ ...values, status, updated_at: trx.fn.now() })
+    .returning('*');
+  return { ...row, lines: order.lines };
+}
