@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { createDb } from './knex.ts';
 import * as foundation from './migrations/001_foundation.ts';
 import * as stock from './migrations/002_stock.ts';
+import * as purchasing from './migrations/004_purchasing.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -14,6 +15,7 @@ interface Migration {
 const MIGRATIONS: Record<string, Migration> = {
   '001_foundation': foundation,
   '002_stock': stock,
+  '004_purchasing': purchasing,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -3,6 +3,8 @@ import type { AnyRoute } from './framework/route.ts';
 import { customerRoutes } from './resources/customers/routes.ts';
 import { itemRoutes } from './resources/items/routes.ts';
 import { locationRoutes } from './resources/locations/routes.ts';
+import { productionRecordRoutes } from './resources/production-records/routes.ts';
+import { purchaseOrderRoutes } from './resources/purchase-orders/routes.ts';
 import { stockRoutes } from './resources/stock/routes.ts';
 
 export const apiRoutes: AnyRoute[] = [
@@ -10,4 +12,6 @@ export const apiRoutes: AnyRoute[] = [
   ...locationRoutes,
   ...customerRoutes,
   ...stockRoutes,
+  ...purchaseOrderRoutes,
+  ...productionRecordRoutes,
 ];

@@ -6,6 +6,7 @@ import type { Db } from '../../db/knex.ts';
 import type { ApiKeyIdentity } from '../../shared/accounts.ts';
 import type { AppContext, AppState } from './context.ts';
 import { ValidationError, problemsOf, type Problem } from './errors.ts';
+import { missingReferences, referencesIn, type ReferenceField } from './references.ts';
 import { object, type AnyStruct, type Struct } from './schema.ts';
 
 export interface Reply {
@@ -33,6 +34,8 @@ export interface RouteSpec<Q, B> {
   tag: string;
   query?: Struct<Q, any>;
   body?: Struct<B, any>;
+  /** Records the body names, checked to belong to the account alongside the shape: one 400 names every problem. */
+  references?: ReferenceField[];
   success: { status: 200 | 201; description: string; schema: AnyStruct; list?: boolean };
   /** Statuses this route answers beyond those every authenticated route may answer, with why. */
   errors?: Partial<Record<404 | 409, string>>;
@@ -72,9 +75,10 @@ export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], db: Db
       const problems: Problem[] = [];
       const query = check(spec.query ?? NO_QUERY, { ...ctx.query }, 'query', problems);
       const body = spec.body ? check(spec.body, ctx.request.body ?? {}, 'body', problems) : undefined;
-      if (problems.length) throw new ValidationError(problems);
       const auth = ctx.state.auth;
       if (!auth) throw new Error('mountRoutes: route reached without authentication');
+      if (spec.references) problems.push(...await missingReferences(db, auth.accountId, referencesIn(ctx.request.body, spec.references)));
+      if (problems.length) throw new ValidationError(problems);
       const reply = await spec.handler({ query, body, params: ctx.params, auth, db, ctx: ctx as AppContext });
       ctx.status = reply.status;
       ctx.body = reply.body;
