@@ -29,7 +29,7 @@ export const productionRecordRoutes = [
     handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
       const id = randomUUID();
       await moveStock(trx, {
-        accountId: auth.accountId, userId: auth.userId, type: 'production', reason: body.reference ?? 'Production',
+        accountId: auth.accountId, userId: auth.userId, type: 'production', reason: 'Production',
         source: { type: 'production_record', id },
         changes: [
           { itemId: body.itemId, locationId: body.locationId, quantity: body.quantity },
