@@ -122,6 +122,9 @@ test('a transition takes no body, an empty body or {} alike; an unknown or forei
   const emptyObject = await s.api.post(`/purchase-orders/${braces}/confirm`, {});
 
   t.deepEqual([withoutBody, emptyBody, emptyObject].map((r) => [r.status, r.body.status]), [[200, 'confirmed'], [200, 'confirmed'], [200, 'confirmed']]);
+  const withField = await s.api.post(`/purchase-orders/${none}/hold`, { note: 'call first' });
+  t.deepEqual(withField.body.errors, [{ path: 'note', message: 'is not an allowed field' }], 'a field is refused, not ignored');
+  t.is((await s.api.post(`/purchase-orders/${none}/hold`, 'hold', { headers: { 'Content-Type': 'text/plain' } })).status, 415);
   t.is((await transition(s, '00000000-0000-4000-8000-000000000000', 'confirm')).status, 404);
   t.deepEqual((await transition(s, 'not-an-id', 'cancel')).body, { error: 'Purchase order not found' });
   t.is((await transition(other, none!, 'cancel')).status, 404, 'another account\'s order');
@@ -338,6 +341,8 @@ test('the OpenAPI document describes each transition from the table, with its 40
   const close = doc.paths['/purchase-orders/{id}/close'].post;
   t.regex(close.description, /Allowed from `confirmed` \(to `closed`\); from any other status it is a 409/);
   t.truthy(close.responses['409']);
+  t.false(close.requestBody.required, 'no body needed');
+  t.truthy(close.responses['415']);
   t.truthy(close.responses['404']);
   t.regex(doc.paths['/purchase-orders/{id}/cancel'].post.description, /`draft` \(to `cancelled`\), `confirmed` \(to `cancelled`\) and `on_hold` \(to `cancelled`\)/);
   t.deepEqual(doc.components.schemas.PurchaseOrder.properties.expectedDate.type, ['string', 'null']);

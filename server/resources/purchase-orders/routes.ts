@@ -9,7 +9,7 @@ import { PURCHASE_ORDER_EVENTS, PURCHASE_ORDER_OPERATIONS, PURCHASE_ORDER_TRANSI
 import {
   findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, setPurchaseOrderStatus, toPurchaseOrder, type PurchaseOrderRow,
 } from './queries.ts';
-import { CreatePurchaseOrder, PurchaseOrder, PurchaseOrderListQuery } from './schema.ts';
+import { CreatePurchaseOrder, PurchaseOrder, PurchaseOrderListQuery, PurchaseOrderTransition } from './schema.ts';
 
 const tag = 'Purchase orders';
 
@@ -28,8 +28,9 @@ const EFFECTS: Partial<Record<PurchaseOrderOperation, string>> = {
 const transitionRoutes = PURCHASE_ORDER_OPERATIONS.map((operation) => defineRoute({
   method: 'post', path: `/purchase-orders/{id}/${operation}`, operationId: `${operation}PurchaseOrder`, tag,
   summary: SUMMARIES[operation],
-  description: `${EFFECTS[operation] ?? ''}Takes no body. ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)} `
+  description: `${EFFECTS[operation] ?? ''}Takes no body (or \`{}\`). ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)} `
     + `Records a \`${PURCHASE_ORDER_EVENTS[operation]}\` event.`,
+  body: PurchaseOrderTransition,
   success: { status: 200, description: 'The order in its new status', schema: PurchaseOrder },
   errors: {
     404: 'No such purchase order in this account',

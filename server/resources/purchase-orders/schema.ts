@@ -60,6 +60,11 @@ export const CreatePurchaseOrder = named('CreatePurchaseOrder', refine(createFie
   Number(orderTotal(order.lines)) <= MAX_DECIMAL || { path: ['lines'], message: `add up to more than ${MAX_DECIMAL}, the largest total an order can have` }));
 export type CreatePurchaseOrder = Infer<typeof CreatePurchaseOrder>;
 
+/** A transition's body: none, or an empty object; any field is a 400 rather than silently ignored. */
+export const PurchaseOrderTransition = named('PurchaseOrderTransition', optional(describe(object({}), {
+  description: 'Transitions take no parameters: send no body or `{}`.',
+})));
+
 export const PurchaseOrderListQuery = listQuery({
   status: optional(describe(enums([...PURCHASE_ORDER_STATUSES]), { description: 'Only orders in this status.' })),
   locationId: optional(describe(text({ max: 64 }), { description: 'Only orders received at this location.' })),
