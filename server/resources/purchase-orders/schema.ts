@@ -1,8 +1,8 @@
+import { refine } from 'superstruct';
 import { listQuery } from '../../framework/pagination.ts';
 import {
   array, calendarDate, decimal, describe, enums, id, MAX_DECIMAL, named, nullable, object, optional, text, timestamp, type Infer,
 } from '../../framework/schema.ts';
-import { refine } from 'superstruct';
 import { PURCHASE_ORDER_STATUSES } from './lifecycle.ts';
 
 const MICROS = 1_000_000n;
