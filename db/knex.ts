@@ -8,6 +8,8 @@ export type Db = Knex;
 // to 15 significant digits, so Number() is exact here; arithmetic stays in SQL.
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+// A date column is a calendar date: as a JS Date it would shift with the server's time zone.
+pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 
 export function createDb(connectionString: string, poolMax = 10, log?: Knex.Logger): Db {
   return knexFactory({

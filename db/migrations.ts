@@ -5,6 +5,7 @@ import { createDb } from './knex.ts';
 import * as foundation from './migrations/001_foundation.ts';
 import * as stock from './migrations/002_stock.ts';
 import * as salesOrders from './migrations/003_sales_orders.ts';
+import * as purchasing from './migrations/004_purchasing.ts';
 import * as webhooks from './migrations/005_webhooks.ts';
 
 interface Migration {
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '001_foundation': foundation,
   '002_stock': stock,
   '003_sales_orders': salesOrders,
+  '004_purchasing': purchasing,
   '005_webhooks': webhooks,
 };
 

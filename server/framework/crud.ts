@@ -81,3 +81,14 @@ export function whereId(query: Knex.QueryBuilder, column: string, id: string | u
   if (isUuid(id)) query.where(column, id);
   else query.whereRaw('false');
 }
+
+/** Child rows by their parent's id (Map.groupBy, which our TypeScript lib target does not know yet). */
+export function groupByParent<Row>(rows: Row[], parentId: (row: Row) => string): Map<string, Row[]> {
+  const groups = new Map<string, Row[]>();
+  for (const row of rows) {
+    const group = groups.get(parentId(row));
+    if (group) group.push(row);
+    else groups.set(parentId(row), [row]);
+  }
+  return groups;
+}

@@ -202,7 +202,7 @@ export function buildOpenApi(routes: AnyRoute[], version: string): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const body = route.body
-      ? { required: true, content: { 'application/json': { schema: toJsonSchema(route.body, schemas) } } }
+      ? { required: !metaOf(route.body).optional, content: { 'application/json': { schema: toJsonSchema(route.body, schemas) } } }
       : undefined;
     paths[route.path] ??= {};
     paths[route.path]![route.method] = compact({

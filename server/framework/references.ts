@@ -3,32 +3,82 @@ import type { Knex } from 'knex';
 import { isUuid } from '../../shared/accounts.ts';
 import { ValidationError, type Problem } from './errors.ts';
 
+type Table = 'items' | 'locations' | 'customers';
+
 export interface Reference {
-  table: 'items' | 'locations' | 'customers';
+  table: Table;
   id: string;
   /** Where the id stands in the body: `lineItems[0].itemId`. */
   path: string;
+  /** The record must also not be archived (items): new records may not name what was retired. */
+  active?: boolean;
 }
 
 const LABELS = { items: 'item', locations: 'location', customers: 'customer' } as const;
+const ARCHIVED_AT: Partial<Record<Table, string>> = { items: 'archived_at' };
 
-/** A 400 naming every reference that is not a record of the account. */
+/** One entry per reference the account does not hold (or holds archived, when `active`); one query per table. */
+export async function missingReferences(db: Knex, accountId: string, references: Reference[]): Promise<Problem[]> {
+  const found = new Set<string>();
+  const archived = new Set<string>();
+  const tables = [...new Set(references.map((ref) => ref.table))];
+  for (const table of tables) {
+    const ids = [...new Set(references.filter((ref) => ref.table === table && isUuid(ref.id)).map((ref) => ref.id))];
+    if (ids.length === 0) continue;
+    const archivedColumn = ARCHIVED_AT[table];
+    const rows: Array<{ id: string; archived?: boolean }> = await db(table).where({ account_id: accountId }).whereIn('id', ids)
+      .select(archivedColumn ? ['id', db.raw('?? is not null as archived', [archivedColumn])] : ['id']);
+    for (const row of rows) {
+      found.add(`${table}:${row.id}`);
+      if (row.archived) archived.add(`${table}:${row.id}`);
+    }
+  }
+  return references.flatMap((ref) => {
+    const key = `${ref.table}:${ref.id}`;
+    if (!found.has(key)) return [{ path: ref.path, message: `no ${LABELS[ref.table]} with this id in your account` }];
+    if (ref.active && archived.has(key)) return [{ path: ref.path, message: `is an archived ${LABELS[ref.table]}` }];
+    return [];
+  });
+}
+
 export async function requireReferences(db: Knex, accountId: string, references: Reference[]): Promise<void> {
   const problems = await missingReferences(db, accountId, references);
   if (problems.length) throw new ValidationError(problems);
 }
 
-/** The problems requireReferences would report, for callers that collect problems of their own as well. */
-export async function missingReferences(db: Knex, accountId: string, references: Reference[]): Promise<Problem[]> {
-  const found = new Set<string>();
-  const tables = [...new Set(references.map((ref) => ref.table))];
-  for (const table of tables) {
-    const ids = [...new Set(references.filter((ref) => ref.table === table && isUuid(ref.id)).map((ref) => ref.id))];
-    if (ids.length === 0) continue;
-    const rows: Array<{ id: string }> = await db(table).where({ account_id: accountId }).whereIn('id', ids).select('id');
-    for (const row of rows) found.add(`${table}:${row.id}`);
-  }
-  return references
-    .filter((ref) => !found.has(`${ref.table}:${ref.id}`))
-    .map((ref) => ({ path: ref.path, message: `no ${LABELS[ref.table]} with this id in your account` }));
+/**
+ * Where a route's body names records: `locationId`, or `lines[].itemId` for a field of every element of an
+ * array. Read from the body as sent, before or despite shape problems, so one 400 names both kinds.
+ */
+export interface ReferenceField {
+  table: Table;
+  field: string;
+  active?: boolean;
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The references a possibly malformed body makes; values that are not strings are the shape check's to report. */
+function referencesIn(body: unknown, fields: ReferenceField[]): Reference[] {
+  if (!isRecord(body)) return [];
+  return fields.flatMap(({ table, field, active }) => {
+    const [list, inner] = field.split('[].');
+    if (inner === undefined) {
+      const id = body[field];
+      return typeof id === 'string' ? [{ table, id, path: field, active }] : [];
+    }
+    const elements = body[list!];
+    if (!Array.isArray(elements)) return [];
+    return elements.flatMap((element, index) => {
+      const id = isRecord(element) ? element[inner] : undefined;
+      return typeof id === 'string' ? [{ table, id, path: `${list}[${index}].${inner}`, active }] : [];
+    });
+  });
+}
+
+/** A route's `resolve` that checks the records the body names at `fields` (see RouteSpec.resolve). */
+export function checkReferences(fields: ReferenceField[]) {
+  return async ({ db, auth, body }: { db: Knex; auth: { accountId: string }; body: unknown }): Promise<{ problems: Problem[]; resolved: undefined }> =>
+    ({ problems: await missingReferences(db, auth.accountId, referencesIn(body, fields)), resolved: undefined });
 }

@@ -91,6 +91,16 @@ export function timestamp(description?: string): Struct<string, null> {
   return describe(s.string(), { type: 'string', format: 'date-time', description });
 }
 
+/** A calendar date, `YYYY-MM-DD`, that exists (no February 30th). */
+export function calendarDate(description?: string): Struct<string, null> {
+  const struct = s.refine(s.string(), 'calendarDate', (value) => {
+    // Date.parse rolls 2026-02-30 over to March: a real date prints back as itself. PostgreSQL has no year 0.
+    const time = /^\d{4}-\d{2}-\d{2}$/.test(value) && !value.startsWith('0000') ? Date.parse(`${value}T00:00:00Z`) : NaN;
+    return (!Number.isNaN(time) && new Date(time).toISOString().startsWith(value)) || 'must be a calendar date as YYYY-MM-DD';
+  });
+  return describe(struct, { type: 'string', format: 'date', description, example: '2026-12-01' });
+}
+
 export function integer(schema: JsonSchema = {}): Struct<number, null> {
   return describe(s.integer(), { type: 'integer', ...schema });
 }

@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import { recordEvent } from '../../../shared/events.ts';
+import { getRoute, listRoute } from '../../framework/resource-routes.ts';
+import { checkReferences } from '../../framework/references.ts';
+import { created, defineRoute } from '../../framework/route.ts';
+import { moveStock } from '../stock/ledger.ts';
+import { findProductionRecord, insertProductionRecord, listProductionRecords, toProductionRecord } from './queries.ts';
+import { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
+
+const tag = 'Production records';
+
+export const productionRecordRoutes = [
+  defineRoute({
+    method: 'post', path: '/production-records', operationId: 'createProductionRecord', tag,
+    summary: 'Record production',
+    description: 'Adds `quantity` of `itemId` at `locationId` and consumes every component there, in one transaction: '
+      + 'stock movements of type `production` whose source is the record, each with its `stock.adjusted` event, '
+      + 'and a `production_record.created` event.',
+    body: CreateProductionRecord,
+    resolve: checkReferences([
+      { table: 'items', field: 'itemId', active: true },
+      { table: 'locations', field: 'locationId' },
+      { table: 'items', field: 'components[].itemId', active: true },
+    ]),
+    success: { status: 201, description: 'The production record', schema: ProductionRecord },
+    errors: {
+      409: 'A component is short at the location; nothing was written. `shortages` lists every short component '
+        + '(`itemId`, `locationId`, `available`, `requested`); the first is repeated at the top level.',
+    },
+    handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
+      const id = randomUUID();
+      await moveStock(trx, {
+        accountId: auth.accountId, userId: auth.userId, type: 'production', reason: 'Production',
+        source: { type: 'production_record', id },
+        changes: [
+          { itemId: body.itemId, locationId: body.locationId, quantity: body.quantity },
+          ...body.components.map((component) => ({ itemId: component.itemId, locationId: body.locationId, quantity: -component.quantity })),
+        ],
+      });
+      const record = toProductionRecord(await insertProductionRecord(trx, auth.accountId, { ...body, id, createdBy: auth.userId }));
+      await recordEvent(trx, auth.accountId, { type: 'production_record.created', data: record });
+      return record;
+    })),
+  }),
+
+  listRoute({
+    path: '/production-records', operationId: 'listProductionRecords', tag, summary: 'List production records',
+    description: 'Each record with its components.',
+    name: 'ProductionRecord', record: ProductionRecord, query: ProductionRecordListQuery, list: listProductionRecords, toRecord: toProductionRecord,
+  }),
+
+  getRoute({
+    path: '/production-records/{id}', operationId: 'getProductionRecord', tag, summary: 'Get a production record',
+    name: 'Production record', record: ProductionRecord, find: findProductionRecord, toRecord: toProductionRecord,
+  }),
+];

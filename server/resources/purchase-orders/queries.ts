@@ -1,0 +1,96 @@
+import type { Knex } from 'knex';
+import { findOwned, groupByParent, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
+import type { PageRequest } from '../../framework/pagination.ts';
+import type { PurchaseOrderStatus } from './lifecycle.ts';
+import { orderTotal, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery } from './schema.ts';
+
+export interface PurchaseOrderRow extends OwnedRow {
+  supplier_name: string;
+  location_id: string;
+  status: PurchaseOrderStatus;
+  expected_date: string | null;
+  reference: string | null;
+  total: number;
+  created_by: string;
+  closed_at: Date | null;
+}
+
+export interface PurchaseOrderLineRow extends OwnedRow {
+  purchase_order_id: string;
+  position: number;
+  item_id: string;
+  quantity: number;
+  unit_cost: number;
+}
+
+/** An order with its lines in position order: what every read and write returns. */
+export type PurchaseOrderWithLines = PurchaseOrderRow & { lines: PurchaseOrderLineRow[] };
+
+export function toPurchaseOrder(row: PurchaseOrderWithLines): PurchaseOrder {
+  return {
+    id: row.id,
+    supplierName: row.supplier_name,
+    locationId: row.location_id,
+    status: row.status,
+    expectedDate: row.expected_date,
+    reference: row.reference,
+    lines: row.lines.map((line) => ({ id: line.id, itemId: line.item_id, quantity: line.quantity, unitCost: line.unit_cost })),
+    total: row.total,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+/** The lines of every order given, in one query whatever their number. */
+async function withLines(db: Knex, accountId: string, orders: PurchaseOrderRow[]): Promise<PurchaseOrderWithLines[]> {
+  if (orders.length === 0) return [];
+  const lines: PurchaseOrderLineRow[] = await db('purchase_order_lines')
+    .where({ account_id: accountId })
+    .whereIn('purchase_order_id', orders.map((order) => order.id))
+    .orderBy([{ column: 'purchase_order_id' }, { column: 'position' }]);
+  const byOrder = groupByParent(lines, (line) => line.purchase_order_id);
+  return orders.map((order) => ({ ...order, lines: byOrder.get(order.id) ?? [] }));
+}
+
+export async function insertPurchaseOrder(trx: Knex.Transaction, accountId: string, userId: string, input: CreatePurchaseOrder): Promise<PurchaseOrderWithLines> {
+  const [order]: PurchaseOrderRow[] = await trx('purchase_orders').insert({
+    account_id: accountId,
+    supplier_name: input.supplierName,
+    location_id: input.locationId,
+    expected_date: input.expectedDate ?? null,
+    reference: input.reference ?? null,
+    total: orderTotal(input.lines),
+    created_by: userId,
+  }).returning('*');
+  const lines: PurchaseOrderLineRow[] = await trx('purchase_order_lines').insert(input.lines.map((line, position) => ({
+    account_id: accountId,
+    purchase_order_id: order!.id,
+    position,
+    item_id: line.itemId,
+    quantity: String(line.quantity),
+    unit_cost: String(line.unitCost),
+  }))).returning('*');
+  return { ...order!, lines: lines.sort((a, b) => a.position - b.position) };
+}
+
+export async function findPurchaseOrder(db: Knex, accountId: string, id: string): Promise<PurchaseOrderWithLines | undefined> {
+  const order = await findOwned<PurchaseOrderRow>(db, 'purchase_orders', accountId, id);
+  return order && (await withLines(db, accountId, [order]))[0];
+}
+
+export async function listPurchaseOrders(db: Knex, accountId: string, filters: PurchaseOrderListQuery, page: PageRequest): Promise<PurchaseOrderWithLines[]> {
+  const orders = await listOwned<PurchaseOrderRow>(db, 'purchase_orders', accountId, page, (query) => {
+    if (filters.status !== undefined) query.where('status', filters.status);
+    whereId(query, 'location_id', filters.locationId);
+  });
+  return withLines(db, accountId, orders);
+}
+
+/** The order (already locked by the caller) moved to `status`, with its lines. */
+export async function setPurchaseOrderStatus(trx: Knex.Transaction, order: PurchaseOrderRow, status: PurchaseOrderStatus): Promise<PurchaseOrderWithLines> {
+  const [updated]: PurchaseOrderRow[] = await trx('purchase_orders')
+    .where({ account_id: order.account_id, id: order.id })
+    .update({ status, updated_at: trx.fn.now(), ...(status === 'closed' ? { closed_at: trx.fn.now() } : {}) })
+    .returning('*');
+  return (await withLines(trx, order.account_id, [updated!]))[0]!;
+}
