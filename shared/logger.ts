@@ -23,7 +23,9 @@ export function createLogger(level: string, name?: string, destination?: NodeJS.
   return destination ? pino(options, destination) : pino(options);
 }
 
-const WORKER_LEVELS = { error: 'error', warning: 'warn', info: 'info', debug: 'debug' } as const;
+// graphile-worker reports every job it completes at info: at thousands of deliveries a second that is noise, so
+// its info goes to debug; warnings and errors (failed jobs) stay.
+const WORKER_LEVELS = { error: 'error', warning: 'warn', info: 'debug', debug: 'debug' } as const;
 
 /** graphile-worker logs through its own interface; route it into pino so both processes log one JSON format. */
 export function toWorkerLogger(logger: Logger): WorkerLogger {

@@ -22,7 +22,11 @@ export function decryptSecret(key: Buffer, stored: string): string {
   if (version !== 'v1' || !iv || !tag || !ciphertext) throw new Error('Unreadable webhook secret');
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
   decipher.setAuthTag(Buffer.from(tag, 'base64'));
-  return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64')), decipher.final()]).toString('utf8');
+  try {
+    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64')), decipher.final()]).toString('utf8');
+  } catch {
+    throw new Error('Cannot decrypt a webhook secret: WEBHOOK_SECRET_KEY is not the key it was stored with');
+  }
 }
 
 /**

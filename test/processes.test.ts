@@ -1,43 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import test from 'ava';
 import { useHarness } from './helpers/harness.ts';
+import { startProcess, TEST_KEY } from './helpers/processes.ts';
 
 const h = useHarness(test);
-const TEST_KEY = randomBytes(32).toString('hex');
 
-interface Started {
-  child: ChildProcess;
-  lines: string[];
-  exited: Promise<number | null>;
-}
-
-/** Starts an entry point and waits for the JSON log line whose msg is `ready`. */
-async function start(script: string, ready: string, env: Record<string, string> = {}): Promise<Started & { readyLine: Record<string, unknown> }> {
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, DATABASE_URL: h.databaseUrl, WEBHOOK_SECRET_KEY: TEST_KEY, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-  });
-  const lines: string[] = [];
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const readyLine = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (chunk) => {
-      buffer += chunk;
-      for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, at);
-        buffer = buffer.slice(at + 1);
-        lines.push(line);
-        const entry = JSON.parse(line);
-        if (entry.msg === ready) resolve(entry);
-      }
-    });
-    child.stderr!.on('data', (chunk) => lines.push(String(chunk)));
-    void exited.then((code) => reject(new Error(`${script} exited with ${code} before it was ready: ${lines.join('\n')}`)));
-  });
-  return { child, lines, exited, readyLine };
-}
+const start = (script: string, ready: string) => startProcess(script, ready, { DATABASE_URL: h.databaseUrl });
 
 test('web: SIGTERM lets an in-flight request finish, then exits 0', async (t) => {
   const account = await h.newAccount();

@@ -39,12 +39,15 @@ export interface Harness {
   newAccount(name?: string): Promise<TestAccount>;
 }
 
+/** WEBHOOK_SECRET_KEY of this file's apps, workers and processes: what one encrypts, the others can read. */
+export const TEST_KEY = randomBytes(32).toString('hex');
+
 const TEST_CONFIG: Partial<Config> = {
   rateLimitPerKey: 1_000_000,
   rateLimitPerIp: 1_000_000,
   port: 0,
   host: '127.0.0.1',
-  webhookSecretKey: randomBytes(32),
+  webhookSecretKey: Buffer.from(TEST_KEY, 'hex'),
 };
 
 /** The configuration the test apps and workers of this file run with. */
