@@ -29,11 +29,12 @@ export interface NewEvent {
   data: unknown;
 }
 
+/** An event as /events lists it and webhooks deliver it. */
 export interface StoredEvent {
   id: string;
   type: EventType | typeof PING_EVENT;
-  data: unknown;
   createdAt: string;
+  data: unknown;
 }
 
 /** The graphile-worker task that takes an event onwards (webhook fan-out). */
@@ -110,7 +111,7 @@ interface EventRow {
 }
 
 export function toStoredEvent(row: EventRow): StoredEvent {
-  return { id: row.id, type: row.type, data: row.data, createdAt: row.created_at.toISOString() };
+  return { id: row.id, type: row.type, createdAt: row.created_at.toISOString(), data: row.data };
 }
 
 async function insertEvents(trx: Knex.Transaction, accountId: string, events: Array<{ type: string; data: unknown }>): Promise<StoredEvent[]> {

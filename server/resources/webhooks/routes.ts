@@ -1,10 +1,10 @@
 import { deliveryJob, dispatchTo, recordPing } from '../../../shared/events.ts';
 import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
 import { findOwned } from '../../framework/crud.ts';
-import { NotFoundError, ValidationError } from '../../framework/errors.ts';
+import { NotFoundError } from '../../framework/errors.ts';
 import { listOf, pageReply, pageRequest } from '../../framework/pagination.ts';
 import { getRoute, listRoute } from '../../framework/resource-routes.ts';
-import { accepted, created, defineRoute, noContent, ok, type RouteInput } from '../../framework/route.ts';
+import { accepted, created, defineRoute, noContent, ok, type Resolution, type RouteDeps, type RouteInput } from '../../framework/route.ts';
 import {
   deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, rotateSecret, toDelivery, toWebhook, updateWebhook,
 } from './queries.ts';
@@ -16,10 +16,16 @@ import {
 const tag = 'Webhooks';
 const notFound = { 404: 'No such webhook in this account' } as const;
 
-/** https and a public address, unless the deployment allows insecure URLs (development and tests only). */
-async function requireUsableUrl({ config, resolveHost }: Pick<RouteInput<unknown, unknown>, 'config' | 'resolveHost'>, url: string): Promise<void> {
-  const problem = await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, resolve: resolveHost });
-  if (problem) throw ValidationError.of('url', problem);
+/**
+ * The routes' `resolve`: an https URL at a public address, unless the deployment allows insecure URLs
+ * (development and tests only). Reported in the same 400 as the body's other problems.
+ */
+async function checkUrl({ body, config, resolveHost }: RouteDeps & { body: unknown }): Promise<Resolution<undefined>> {
+  const url = (body as { url?: unknown } | null)?.url;
+  const problem = typeof url === 'string'
+    ? await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, resolve: resolveHost })
+    : null;
+  return { problems: problem ? [{ path: 'url', message: problem }] : [], resolved: undefined };
 }
 
 /** Handlers that encrypt secrets need the key; web and worker refuse to start without it. */
@@ -35,9 +41,9 @@ export const webhookRoutes = [
     description: 'Deliveries are signed Standard Webhooks POSTs (`webhook-id`, `webhook-timestamp`, `webhook-signature`). '
       + 'The answer carries the signing secret: it is shown only this once.',
     body: CreateWebhook,
+    resolve: checkUrl,
     success: { status: 201, description: 'The subscription, with its signing secret', schema: CreatedWebhook },
     handler: async (input) => {
-      await requireUsableUrl(input, input.body.url);
       const { row, secret } = await insertWebhook(input.db, input.auth.accountId, secretKey(input), input.body);
       return created({ ...toWebhook(row), secret });
     },
@@ -59,10 +65,10 @@ export const webhookRoutes = [
     description: 'Only the fields sent change. `{"enabled": true}` re-enables a disabled subscription; events that '
       + 'happened while it was disabled are not sent (redeliver them from `GET /events`).',
     body: UpdateWebhook,
+    resolve: checkUrl,
     success: { status: 200, description: 'The updated subscription', schema: Webhook },
     errors: notFound,
     handler: async (input) => {
-      if (input.body.url !== undefined) await requireUsableUrl(input, input.body.url);
       const row = await updateWebhook(input.db, input.auth.accountId, input.params.id ?? '', input.body);
       if (!row) throw new NotFoundError('Webhook');
       return ok(toWebhook(row));
