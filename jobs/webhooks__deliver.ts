@@ -6,7 +6,7 @@ import type { Task } from 'graphile-worker';
 import pkg from '../package.json' with { type: 'json' };
 import type { Db } from '../db/knex.ts';
 import { isUuid } from '../shared/accounts.ts';
-import { addJobs, deliveryJob, isDeliverWebhookPayload, type DeliverWebhookPayload } from '../shared/events.ts';
+import { deliveryJob, isDeliverWebhookPayload, type DeliverWebhookPayload } from '../shared/events.ts';
 import { decryptSecret, signatureHeader } from '../shared/webhook-secrets.ts';
 import { urlProblem } from '../shared/webhook-urls.ts';
 import type { Poster, PostResult } from './http-post.ts';
@@ -32,7 +32,6 @@ export interface DeliverDeps {
 
 interface Target {
   url: string;
-  enabled: boolean;
   secret_encrypted: string;
   previous_secret_encrypted: string | null;
   previous_secret_valid: boolean;
@@ -42,30 +41,34 @@ interface Target {
   event_created_at: Date;
 }
 
-function loadTarget(db: Db, job: DeliverWebhookPayload): Promise<Target | undefined> {
-  return db('webhook_dispatches as d')
-    .join('webhooks as w', 'w.id', 'd.webhook_id')
-    .join('events as e', 'e.id', 'd.event_id')
-    .where({ 'd.webhook_id': job.webhookId, 'd.event_id': job.eventId })
-    .first(
-      'w.url', 'w.enabled', 'w.secret_encrypted', 'w.previous_secret_encrypted', 'w.account_id',
-      db.raw('coalesce(w.previous_secret_expires_at > now(), false) as previous_secret_valid'),
-      'e.type as event_type', 'e.data as event_data', 'e.created_at as event_created_at',
-    );
+/** Which dispatches this job may attempt: any, on a redelivery; else the unacknowledged one at its step. */
+function dueDispatch(job: DeliverWebhookPayload): { sql: string; bindings: Array<string | number> } {
+  return job.redelivery
+    ? { sql: 'd.webhook_id = ?::uuid and d.event_id = ?::uuid', bindings: [job.webhookId, job.eventId] }
+    : { sql: 'd.webhook_id = ?::uuid and d.event_id = ?::uuid and d.acknowledged_at is null and d.retry = ?', bindings: [job.webhookId, job.eventId, job.retry ?? 0] };
 }
 
 /**
- * Takes the dispatch's lease for this job's attempt: `claimed`; `busy` while another attempt holds it; `done` when
- * there is nothing left for this job (acknowledged, or its step of the schedule already taken).
+ * Takes the dispatch's lease for this job's attempt and loads what to send, in one statement. `busy` while another
+ * attempt holds the lease; `done` when there is nothing for this job to send (acknowledged, its step of the
+ * schedule already taken, the webhook disabled or deleted).
  */
-async function claim(db: Db, job: DeliverWebhookPayload, leaseMs: number): Promise<'claimed' | 'busy' | 'done'> {
-  const dispatch = db('webhook_dispatches').where({ webhook_id: job.webhookId, event_id: job.eventId });
-  if (!job.redelivery) dispatch.whereNull('acknowledged_at').where('retry', job.retry ?? 0);
-  const claimed = await dispatch.clone()
-    .where((q) => q.whereNull('leased_until').orWhere('leased_until', '<', db.fn.now()))
-    .update({ leased_until: db.raw('now() + make_interval(secs => ?)', [leaseMs / 1000]) });
-  if (claimed === 1) return 'claimed';
-  return (await dispatch.first('leased_until')) ? 'busy' : 'done';
+async function claim(db: Db, job: DeliverWebhookPayload, leaseMs: number): Promise<Target | 'busy' | 'done'> {
+  const due = dueDispatch(job);
+  const { rows } = await db.raw<{ rows: Target[] }>(
+    `update webhook_dispatches d set leased_until = now() + make_interval(secs => ?)
+     from webhooks w, events e
+     where ${due.sql} and w.id = d.webhook_id and e.id = d.event_id and w.enabled
+       and (d.leased_until is null or d.leased_until < now())
+     returning w.url, w.secret_encrypted, w.previous_secret_encrypted, w.account_id,
+       coalesce(w.previous_secret_expires_at > now(), false) as previous_secret_valid,
+       e.type as event_type, e.data as event_data, e.created_at as event_created_at`,
+    [leaseMs / 1000, ...due.bindings],
+  );
+  if (rows[0]) return rows[0];
+  const { rows: leased } = await db.raw(
+    `select 1 from webhook_dispatches d join webhooks w on w.id = d.webhook_id where ${due.sql} and w.enabled`, due.bindings);
+  return leased.length ? 'busy' : 'done';
 }
 
 interface Outcome {
@@ -91,51 +94,48 @@ function judge(result: PostResult): Outcome {
   };
 }
 
-/** The attempt's log row, the dispatch's new state, the webhook's health and the next step: one transaction. */
+/**
+ * The attempt's log row, the dispatch's new state, the webhook's health and, after a failure, the job of the next
+ * step: one statement, so a worker dying at any point leaves either all of it or none.
+ */
 async function record(deps: DeliverDeps, job: DeliverWebhookPayload, target: Target, result: PostResult, outcome: Outcome): Promise<void> {
   const scheduled = !job.redelivery;
-  await deps.db.transaction(async (trx) => {
-    const [dispatch] = await trx('webhook_dispatches')
-      .where({ webhook_id: job.webhookId, event_id: job.eventId })
-      .update({
-        attempts: trx.raw('attempts + 1'),
-        retry: scheduled ? trx.raw('retry + 1') : trx.raw('retry'),
-        leased_until: null,
-        acknowledged_at: outcome.ok ? trx.raw('coalesce(acknowledged_at, now())') : trx.raw('acknowledged_at'),
-        updated_at: trx.fn.now(),
-      })
-      .returning(['attempts', 'retry']);
-    await trx('webhook_deliveries').insert({
-      account_id: target.account_id,
-      webhook_id: job.webhookId,
-      event_id: job.eventId,
-      event_type: target.event_type,
-      attempt: dispatch.attempts,
-      outcome: outcome.ok ? 'succeeded' : 'failed',
-      response_status: result.status ?? null,
-      error: result.error ?? (outcome.ok ? null : `HTTP ${result.status}`),
-      duration_ms: result.durationMs,
-      response_body: result.body ?? null,
-    });
-
-    const [webhook] = await trx('webhooks')
-      .where({ id: job.webhookId })
-      .update(outcome.ok
-        ? { failing_since: null }
-        : {
-          failing_since: trx.raw('coalesce(failing_since, now())'),
-          enabled: trx.raw(`enabled and not (? or ${FAILING_TOO_LONG})`, [outcome.gone]),
-          disabled_reason: trx.raw(`case when not enabled then disabled_reason when ? then 'gone' when ${FAILING_TOO_LONG} then 'failing' end`, [outcome.gone]),
-        })
-      .returning('enabled');
-
-    const delays = deps.retryDelaysMs ?? RETRY_DELAYS_S.map((s) => s * 1000);
-    const next = dispatch.retry as number;
-    if (scheduled && !outcome.ok && webhook?.enabled && next <= delays.length) {
-      const delayMs = outcome.retryAfterS !== undefined ? outcome.retryAfterS * 1000 : delays[next - 1]!;
-      await addJobs(trx, [deliveryJob({ webhookId: job.webhookId, eventId: job.eventId, retry: next }, new Date(Date.now() + delayMs))]);
-    }
-  });
+  const delays = deps.retryDelaysMs ?? RETRY_DELAYS_S.map((seconds) => seconds * 1000);
+  const step = job.retry ?? 0;
+  const next = scheduled && !outcome.ok && step < delays.length
+    ? [deliveryJob({ webhookId: job.webhookId, eventId: job.eventId, retry: step + 1 },
+      new Date(Date.now() + (outcome.retryAfterS !== undefined ? outcome.retryAfterS * 1000 : delays[step]!)))]
+    : [];
+  await deps.db.raw(
+    `with d as (
+       update webhook_dispatches
+       set attempts = attempts + 1, retry = retry + ?, leased_until = null, updated_at = now(),
+           acknowledged_at = case when ? then coalesce(acknowledged_at, now()) else acknowledged_at end
+       where webhook_id = ?::uuid and event_id = ?::uuid
+       returning attempts
+     ), log as (
+       insert into webhook_deliveries (account_id, webhook_id, event_id, event_type, attempt, outcome, response_status, error, duration_ms, response_body)
+       select ?::uuid, ?::uuid, ?::uuid, ?, d.attempts, ?, ?, ?, ?, ? from d
+     ), w as (
+       update webhooks set
+         failing_since = case when ? then null else coalesce(failing_since, now()) end,
+         enabled = enabled and (? or not (? or ${FAILING_TOO_LONG})),
+         disabled_reason = case when ? or not enabled then disabled_reason when ? then 'gone' when ${FAILING_TOO_LONG} then 'failing' end
+       where id = ?::uuid and (not ? or failing_since is not null)
+       returning enabled
+     ), next as (
+       select 1 from graphile_worker.add_jobs(array(
+         select json_populate_recordset(null::graphile_worker.job_spec, ?::json) where exists (select 1 from w where w.enabled)))
+     )
+     select (select count(*) from d) as dispatches, (select count(*) from next) as scheduled`,
+    [
+      scheduled ? 1 : 0, outcome.ok, job.webhookId, job.eventId,
+      target.account_id, job.webhookId, job.eventId, target.event_type, outcome.ok ? 'succeeded' : 'failed',
+      result.status ?? null, result.error ?? (outcome.ok ? null : `HTTP ${result.status}`), result.durationMs, result.body ?? null,
+      outcome.ok, outcome.ok, outcome.gone, outcome.ok, outcome.gone, job.webhookId, outcome.ok,
+      JSON.stringify(next),
+    ],
+  );
 }
 
 function secretsOf(deps: DeliverDeps, target: Target): string[] {
@@ -151,14 +151,11 @@ export function makeDeliverWebhook(deps: DeliverDeps): Task {
       helpers.logger.error('webhooks__deliver: malformed payload, skipped', { payload });
       return;
     }
-    // The webhook deleted or disabled since: nothing to send.
-    const target = await loadTarget(deps.db, payload);
-    if (!target || !target.enabled) return;
-    const claimed = await claim(deps.db, payload, leaseMs);
-    if (claimed === 'done') return;
+    const target = await claim(deps.db, payload, leaseMs);
+    if (target === 'done') return;
     // Another job is mid-attempt on this dispatch. Failing hands this job back to graphile-worker, which runs it
     // again shortly; by then it will see whether anything is left to send.
-    if (claimed === 'busy') throw new Error('another attempt of this delivery is in flight');
+    if (target === 'busy') throw new Error('another attempt of this delivery is in flight');
 
     const body = JSON.stringify({ id: payload.eventId, type: target.event_type, createdAt: target.event_created_at.toISOString(), data: target.event_data });
     const timestamp = Math.floor(Date.now() / 1000);

@@ -40,6 +40,16 @@ export async function startWorker(config: Config, connectionString: string, logg
   const runner: Runner = await run({
     connectionString,
     concurrency: config.workerConcurrency,
+    maxPoolSize: config.workerConcurrency + 2,
+    preset: {
+      worker: {
+        // Jobs are fetched and completed in batches: a delivery costs the queue a fraction of a round trip. A batch
+        // stays locked by this pool until it is done; if the process dies, heartbeat.ts releases it.
+        localQueue: { size: config.workerConcurrency * 4 },
+        completeJobBatchDelay: 0,
+        failJobBatchDelay: 0,
+      },
+    },
     // Signals are handled by our own shutdown so that the worker stops before the database pool closes.
     noHandleSignals: true,
     logger: toWorkerLogger(logger),

@@ -32,6 +32,7 @@ test.before(async () => {
   });
 });
 test.after.always(async () => {
+  if (process.env.SHOW_WORKER_LOGS) console.log(workerLogs.join(''));
   await worker?.stop();
   nock.cleanAll();
 });
