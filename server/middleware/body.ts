@@ -9,6 +9,23 @@ function hasBody(ctx: AppContext): boolean {
   return ctx.get('Transfer-Encoding') !== '' || Number(ctx.get('Content-Length')) > 0;
 }
 
+function tooLarge(ctx: AppContext): never {
+  // The rest of the body is never read: closing the connection spares reading (and discarding) it for keep-alive.
+  ctx.set('Connection', 'close');
+  throw new ApiError(413, 'Request body is too large');
+}
+
+/**
+ * A declared Content-Length over the limit is refused before anything else is done for the request (before the
+ * key is looked up), and without reading the body. A chunked body is counted as it is read (see jsonBody).
+ */
+export function refuseOversizedBody(limitBytes: number) {
+  return async function refuseOversizedBody(ctx: AppContext, next: Next): Promise<void> {
+    if (Number(ctx.get('Content-Length')) > limitBytes) tooLarge(ctx);
+    await next();
+  };
+}
+
 /** JSON bodies only, up to the configured size; anything else is a 415 rather than a silently empty body. */
 export function jsonBody(limitBytes: number) {
   const parse = koaBody({
@@ -18,8 +35,12 @@ export function jsonBody(limitBytes: number) {
     multipart: false,
     jsonStrict: true,
     jsonLimit: limitBytes,
+    // The Idempotency-Key check hashes the body as sent.
+    includeUnparsed: true,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
-    onError: (error) => {
+    onError: (error, ctx) => {
+      // raw-body stops reading a chunked body at the limit.
+      if ((error as { status?: number }).status === 413) tooLarge(ctx as AppContext);
       // Throwing hands the error to handleErrors; returning would let the route run without a body.
       throw error;
     },
