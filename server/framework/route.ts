@@ -44,7 +44,8 @@ export interface RouteSpec<Q, B, R = undefined> {
   path: string;
   operationId: string;
   summary: string;
-  description?: string;
+  /** What an integrator needs beyond the summary; standard linters ask every operation for one. */
+  description: string;
   tag: string;
   query?: Struct<Q, any>;
   body?: Struct<B, any>;

@@ -205,16 +205,18 @@ export function decimal(options: DecimalOptions = {}): Struct<number, null> {
     if (sign === 'nonZero' && value === 0) return 'must not be 0';
     return true;
   });
+  // The 6-decimal rule is stated in words: `multipleOf: 0.000001` would make JSON Schema validators (ajv, Prism)
+  // reject valid values, as 0.4 is not a multiple of 0.000001 in floating point.
+  const rule = `At most ${MAX_PLACES} decimal places; stored exactly.`;
   return describe(struct, {
     type: 'number',
-    description: options.description,
+    description: options.description ? `${options.description.replace(/\.?$/, '.')} ${rule}` : rule,
     // Without one, Swagger UI shows the minimum as the example.
     example: options.example ?? (sign === 'nonZero' ? -3 : sign === 'positive' ? 5 : 10),
     ...(sign === 'positive' ? { exclusiveMinimum: 0 } : {}),
     ...(sign === 'nonNegative' ? { minimum: 0 } : {}),
     ...(sign === 'nonZero' ? { not: { const: 0 } } : {}),
     ...(sign === 'positive' || sign === 'nonNegative' ? { maximum: MAX_DECIMAL } : { minimum: -MAX_DECIMAL, maximum: MAX_DECIMAL }),
-    multipleOf: 0.000001,
   });
 }
 
