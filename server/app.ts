@@ -46,7 +46,7 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
     rateLimit({ perKey: config.rateLimitPerKey, perIp: config.rateLimitPerIp, windowMs: config.rateLimitWindowMs }),
     requireApiKey,
     jsonBody(config.bodyLimitBytes),
-    idempotency(db),
+    idempotency(db, config.webhookSecretKey),
     api.routes() as Koa.Middleware<AppState>,
     api.allowedMethods() as Koa.Middleware<AppState>,
   ]);

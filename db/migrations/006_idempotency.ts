@@ -13,7 +13,7 @@ export async function up(knex: Knex): Promise<void> {
     t.uuid('lock_token').notNullable();
     t.timestamp('locked_until', { useTz: true, precision: 3 }).notNullable();
     t.integer('response_status');
-    // The body as sent (text, not jsonb, which would reorder its keys): a replay is byte for byte the same.
+    // The body as sent, encrypted (not jsonb, which would reorder its keys): a replay is byte for byte the same.
     t.text('response_body');
     t.jsonb('response_headers');
     t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());

@@ -137,7 +137,7 @@ const PARAMETERS = {
     in: 'header',
     required: false,
     description: `Makes a retry safe: a key you choose (a UUID, say) for this request, at most ${MAX_KEY_LENGTH} characters. `
-      + `For ${KEY_LIFETIME_HOURS} hours a retry with the same key, method, path and body gets the first answer again `
+      + `For ${KEY_LIFETIME_HOURS} hours a retry with the same key, method, path and body (byte for byte) gets the first answer again `
       + `(marked \`${REPLAYED_HEADER}: true\`) and changes nothing; the same key with another request is a 409. Only `
       + 'successful answers are kept: after a 4xx or 5xx nothing was changed and the key can be used again.',
     schema: { type: 'string', minLength: 1, maxLength: MAX_KEY_LENGTH },

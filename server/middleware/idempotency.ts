@@ -12,6 +12,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { Db } from '../../db/knex.ts';
+import { decryptSecret, encryptSecret } from '../../shared/webhook-secrets.ts';
 import { ConflictError, ValidationError } from '../framework/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
@@ -69,23 +70,24 @@ function stillRunning(ctx: AppContext): never {
   throw new ConflictError('A request with this Idempotency-Key is still running; retry after it finishes');
 }
 
-function replay(ctx: AppContext, row: KeyRow): void {
+function replay(ctx: AppContext, row: KeyRow, secretKey: Buffer): void {
   ctx.status = row.response_status!;
   for (const [name, value] of Object.entries(row.response_headers ?? {})) ctx.set(name, value);
   ctx.set(REPLAYED_HEADER, 'true');
   if (row.response_body !== null) {
     ctx.type = 'application/json';
-    ctx.body = row.response_body;
+    ctx.body = decryptSecret(secretKey, row.response_body);
   }
 }
 
-async function store(db: Db, ctx: AppContext, accountId: string, key: string, token: string): Promise<void> {
+async function store(db: Db, ctx: AppContext, secretKey: Buffer, accountId: string, key: string, token: string): Promise<void> {
   const headers = Object.fromEntries(KEPT_HEADERS.flatMap((name) => (ctx.response.get(name) ? [[name, ctx.response.get(name)]] : [])));
   try {
     await db('idempotency_keys').where({ account_id: accountId, key, lock_token: token }).update({
       state: 'done',
       response_status: ctx.status,
-      response_body: ctx.body == null ? null : JSON.stringify(ctx.body),
+      // Encrypted like webhook secrets, which the answer of POST /webhooks carries: a dump alone reveals none.
+      response_body: ctx.body == null ? null : encryptSecret(secretKey, JSON.stringify(ctx.body)),
       response_headers: headers,
       updated_at: db.fn.now(),
     });
@@ -104,14 +106,18 @@ async function release(db: Db, ctx: AppContext, accountId: string, key: string, 
   }
 }
 
-/** Runs after authentication and body parsing, for POST requests that carry an `Idempotency-Key`. */
-export function idempotency(db: Db) {
+/**
+ * Runs after authentication and body parsing, for POST requests that carry an `Idempotency-Key`. Stored answers
+ * are encrypted with WEBHOOK_SECRET_KEY, without which the web process does not start.
+ */
+export function idempotency(db: Db, secretKey: Buffer | undefined) {
   return async function idempotency(ctx: AppContext, next: Next): Promise<void> {
     const key = ctx.get(IDEMPOTENCY_HEADER);
     const auth = ctx.state.auth;
     if (ctx.method !== 'POST' || key === '' || !auth) return next();
     if (key.length > MAX_KEY_LENGTH) throw ValidationError.of(IDEMPOTENCY_HEADER, `must be at most ${MAX_KEY_LENGTH} characters`);
 
+    if (!secretKey) throw new Error('WEBHOOK_SECRET_KEY is not configured');
     const hash = requestHash(ctx);
     const found = await claim(db, ctx, auth.accountId, key, hash);
     if (!found.claimed) {
@@ -120,7 +126,7 @@ export function idempotency(db: Db) {
         throw new ConflictError('This Idempotency-Key was already used with another request (method, path or body); use a new key for a new request');
       }
       if (row.state === 'running') stillRunning(ctx);
-      return replay(ctx, row);
+      return replay(ctx, row, secretKey);
     }
 
     try {
@@ -129,7 +135,7 @@ export function idempotency(db: Db) {
       await release(db, ctx, auth.accountId, key, found.token);
       throw error;
     }
-    if (ctx.status >= 200 && ctx.status < 300) await store(db, ctx, auth.accountId, key, found.token);
+    if (ctx.status >= 200 && ctx.status < 300) await store(db, ctx, secretKey, auth.accountId, key, found.token);
     else await release(db, ctx, auth.accountId, key, found.token);
   };
 }
