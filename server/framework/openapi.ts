@@ -102,6 +102,8 @@ const RESPONSES = {
   Forbidden: { description: 'Plain HTTP while the deployment requires HTTPS', content: errorBody('HTTPS required') },
   PayloadTooLarge: { description: 'Body over the configured limit (1 MB by default)', content: errorBody('Request body is too large') },
   UnsupportedMediaType: { description: 'A body that is not `application/json`', content: errorBody('Request bodies must be JSON: send Content-Type: application/json') },
+  RequestTimeout: { description: 'The request (headers and body) did not arrive within the request timeout; the connection is closed', content: errorBody('The request did not arrive in time') },
+  HeadersTooLarge: { description: 'The request line and headers are over 16 KB (a very long query string, say)', content: errorBody('The request line and headers are too large (16 KB at most)') },
   TooManyRequests: {
     description: 'Rate limit exceeded: wait `Retry-After` seconds',
     headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
@@ -198,6 +200,8 @@ function responses(route: AnyRoute, components: Components): Record<string, unkn
     out[413] = { $ref: '#/components/responses/PayloadTooLarge' };
     out[415] = { $ref: '#/components/responses/UnsupportedMediaType' };
   }
+  out[408] = { $ref: '#/components/responses/RequestTimeout' };
+  out[431] = { $ref: '#/components/responses/HeadersTooLarge' };
   out[429] = { $ref: '#/components/responses/TooManyRequests' };
   out[500] = { $ref: '#/components/responses/InternalError' };
   return out;

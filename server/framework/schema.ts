@@ -66,6 +66,8 @@ export function object<S extends ObjectShape>(shape: S) {
 export function text(options: { max?: number; min?: number; description?: string; format?: string } = {}): Struct<string, null> {
   const { min = 0, max = 1000, description } = options;
   const struct = s.refine(s.string(), 'text', (value) => {
+    // PostgreSQL text cannot hold NUL: refused here, it would be a database error.
+    if (value.includes('\u0000')) return 'must not contain NUL characters';
     const length = value.trim().length;
     if (min > 0 && length === 0) return 'must not be blank';
     if (length < min) return `must be at least ${min} characters`;
@@ -75,7 +77,7 @@ export function text(options: { max?: number; min?: number; description?: string
   return describe(struct, { type: 'string', minLength: min, maxLength: max, description, format: options.format });
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const EMAIL = /^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/;
 
 export function email(): Struct<string, null> {
   const struct = s.refine(s.string(), 'email', (value) =>

@@ -1,9 +1,32 @@
 import type { Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import { ApiError } from '../framework/errors.ts';
+import { ApiError, ValidationError, formatPath, type Problem } from '../framework/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+/** No body of ours nests half as deep; validating and printing a deeper one would overflow the stack. */
+export const MAX_BODY_DEPTH = 32;
+// Keys that shadow what every object inherits: superstruct prints a value it rejects with `${value}`, which calls
+// a `toString` (or `valueOf`) the body itself supplied and throws when that is not a function. No field of ours
+// has such a name, so they are refused before validation sees them.
+const INHERITED = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/** Refuses bodies that nest too deep or use inherited names as keys; walked without recursion, as depth is the point. */
+function checkShape(body: unknown): void {
+  const problems: Problem[] = [];
+  const pending: Array<[unknown, Array<string | number>]> = [[body, []]];
+  while (pending.length) {
+    const [value, path] = pending.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (path.length >= MAX_BODY_DEPTH) throw ValidationError.of('body', `must not nest objects and arrays more than ${MAX_BODY_DEPTH} deep`);
+    for (const [key, inner] of Object.entries(value)) {
+      const innerPath = [...path, Array.isArray(value) ? Number(key) : key];
+      if (!Array.isArray(value) && INHERITED.has(key)) problems.push({ path: formatPath(innerPath), message: 'is not an allowed field' });
+      else pending.push([inner, innerPath]);
+    }
+  }
+  if (problems.length) throw new ValidationError(problems.reverse());
+}
 
 function hasBody(ctx: AppContext): boolean {
   return ctx.get('Transfer-Encoding') !== '' || Number(ctx.get('Content-Length')) > 0;
@@ -50,6 +73,9 @@ export function jsonBody(limitBytes: number) {
     if (hasBody(ctx) && !ctx.is('application/json', '+json')) {
       throw new ApiError(415, 'Request bodies must be JSON: send Content-Type: application/json');
     }
-    await parse(ctx, next);
+    await parse(ctx, () => {
+      checkShape(ctx.request.body);
+      return next();
+    });
   };
 }

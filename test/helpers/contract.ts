@@ -63,7 +63,7 @@ let contract: Contract | undefined;
 
 function broken(request: string, status: number, body: unknown, why: string): never {
   const shown = typeof body === 'string' ? body : JSON.stringify(body);
-  throw new Error(`${request} answered ${status}, which breaks the OpenAPI document: ${why}\n  body: ${shown.slice(0, 1000)}`);
+  throw new Error(`${request.slice(0, 500)} answered ${status}, which breaks the OpenAPI document: ${why}\n  body: ${shown.slice(0, 1000)}`);
 }
 
 /** Throws when the response breaks the document. Paths the document does not describe must answer a JSON `Error`. */
