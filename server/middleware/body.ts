@@ -11,12 +11,12 @@ export const MAX_BODY_DEPTH = 32;
 // has such a name, so they are refused before validation sees them.
 const INHERITED = new Set(Object.getOwnPropertyNames(Object.prototype));
 
-/** Refuses bodies that nest too deep or use inherited names as keys; walked without recursion, as depth is the point. */
+/** Refuses bodies that nest too deep or use inherited names as keys; walked breadth first without recursion, as depth is the point. */
 function checkShape(body: unknown): void {
   const problems: Problem[] = [];
   const pending: Array<[unknown, Array<string | number>]> = [[body, []]];
-  while (pending.length) {
-    const [value, path] = pending.pop()!;
+  for (let next = 0; next < pending.length; next++) {
+    const [value, path] = pending[next]!;
     if (value === null || typeof value !== 'object') continue;
     if (path.length >= MAX_BODY_DEPTH) throw ValidationError.of('body', `must not nest objects and arrays more than ${MAX_BODY_DEPTH} deep`);
     for (const [key, inner] of Object.entries(value)) {
@@ -25,7 +25,7 @@ function checkShape(body: unknown): void {
       else pending.push([inner, innerPath]);
     }
   }
-  if (problems.length) throw new ValidationError(problems.reverse());
+  if (problems.length) throw new ValidationError(problems);
 }
 
 function hasBody(ctx: AppContext): boolean {
