@@ -77,7 +77,8 @@ export function text(options: { max?: number; min?: number; description?: string
   return describe(struct, { type: 'string', minLength: min, maxLength: max, description, format: options.format });
 }
 
-const EMAIL = /^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/;
+// What JSON Schema validators (ajv-formats) accept as `format: email`, which the document promises.
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
 export function email(): Struct<string, null> {
   const struct = s.refine(s.string(), 'email', (value) =>
@@ -188,6 +189,22 @@ function decimalPlaces(value: number): number {
   return Math.max(0, fraction.length - Number(exponent));
 }
 
+function decimalProblem(value: number): string | undefined {
+  if (!Number.isFinite(value)) return 'must be a finite number';
+  if (Math.abs(value) > MAX_DECIMAL) return `must be between -${MAX_DECIMAL} and ${MAX_DECIMAL}`;
+  if (decimalPlaces(value) > MAX_PLACES) return `must have at most ${MAX_PLACES} decimal places`;
+  return undefined;
+}
+
+/**
+ * Whether a value passes decimal()'s checks. superstruct still runs an object's refinement when a field failed
+ * only its own refinement (1e400 is a number, just not a finite one), so a refinement that computes with
+ * decimals checks them first and leaves the reporting to the field.
+ */
+export function isDecimal(value: unknown): value is number {
+  return typeof value === 'number' && decimalProblem(value) === undefined;
+}
+
 interface DecimalOptions {
   /** 'positive': > 0; 'nonNegative': >= 0; 'nonZero': signed but not 0. */
   sign?: 'positive' | 'nonNegative' | 'nonZero';
@@ -199,9 +216,8 @@ interface DecimalOptions {
 export function decimal(options: DecimalOptions = {}): Struct<number, null> {
   const { sign } = options;
   const struct = s.refine(s.number(), 'decimal', (value) => {
-    if (!Number.isFinite(value)) return 'must be a finite number';
-    if (Math.abs(value) > MAX_DECIMAL) return `must be between -${MAX_DECIMAL} and ${MAX_DECIMAL}`;
-    if (decimalPlaces(value) > MAX_PLACES) return `must have at most ${MAX_PLACES} decimal places`;
+    const problem = decimalProblem(value);
+    if (problem) return problem;
     if (sign === 'positive' && value <= 0) return 'must be greater than 0';
     if (sign === 'nonNegative' && value < 0) return 'must not be negative';
     if (sign === 'nonZero' && value === 0) return 'must not be 0';
