@@ -40,18 +40,34 @@ function statusAndBody(response: string): { status: number; body: Record<string,
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-test.serial('a 100 MB body is refused with 413 after a few kilobytes, before its key is looked up, and the connection is closed', async (t) => {
+/**
+ * Writes chunks one at a time, each flushed before the next, until the server answers or closes. A client that
+ * kept writing into a closed connection would get a reset and could lose the answer; real clients read it too.
+ */
+async function sendUntilAnswered(conversation: Conversation, chunks: Iterable<string | Buffer>, pauseMs: number): Promise<number> {
+  let sent = 0;
+  let open = true;
+  void conversation.closed.then(() => { open = false; });
+  for (const chunk of chunks) {
+    if (!open || conversation.received()) break;
+    await new Promise<void>((resolve) => conversation.socket.write(chunk, () => resolve()));
+    sent += chunk.length;
+    await sleep(pauseMs);
+  }
+  return sent;
+}
+
+test.serial('a body declared as 100 MB is refused with 413 before a byte of it is read, before its key is looked up, and the connection is closed', async (t) => {
   // Setup
-  const { key, accountId } = await h.newAccount();
+  const { key } = await h.newAccount();
   const before = await tableCounts(h.db);
 
   for (const apiKey of [key, 'not-a-key']) {
-    // Action: declare 100 MB, send 64 KB of it.
+    // Action: the headers only; the server must not wait for the body to refuse it.
     const conversation = await open(h.app, headers([
       'POST /rest/api/v2/items HTTP/1.1', 'Host: localhost', `X-API-Key: ${apiKey}`, 'Content-Type: application/json',
       `Content-Length: ${100 * 1024 * 1024}`,
     ]));
-    conversation.socket.write(Buffer.alloc(64 * 1024, 'x'));
     const closedAfter = await conversation.closed;
 
     // Assertions
@@ -61,7 +77,7 @@ test.serial('a 100 MB body is refused with 413 after a few kilobytes, before its
     t.regex(conversation.received(), /Connection: close/i);
     t.true(closedAfter < 5000, `closed after ${closedAfter} ms`);
   }
-  t.deepEqual(await tableCounts(h.db), before, `nothing written for ${accountId}`);
+  t.deepEqual(await tableCounts(h.db), before);
 });
 
 test.serial('a chunked body is counted as it arrives: past the limit it is a 413 and the connection closes, however much more was coming', async (t) => {
@@ -73,23 +89,15 @@ test.serial('a chunked body is counted as it arrives: past the limit it is a 413
 
   // Action: 64 KB chunks, up to 3 MB against the 1 MB limit, never finishing the body.
   const chunk = Buffer.alloc(64 * 1024, ' ');
-  let sent = 0;
-  let stillOpen = true;
-  void conversation.closed.then(() => { stillOpen = false; });
-  while (stillOpen && sent < 3 * 1024 * 1024) {
-    conversation.socket.write(`${chunk.length.toString(16)}\r\n`);
-    conversation.socket.write(chunk);
-    conversation.socket.write('\r\n');
-    sent += chunk.length;
-    await sleep(5);
-  }
+  const chunks = Array.from({ length: 48 }, () => Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]));
+  const sent = await sendUntilAnswered(conversation, chunks, 5);
   await conversation.closed;
 
   // Assertions
   const { status, body } = statusAndBody(conversation.received());
   t.is(status, 413);
   t.deepEqual(body, { error: 'Request body is too large' });
-  t.true(sent < 3 * 1024 * 1024, `the server stopped reading after ${sent} bytes`);
+  t.true(sent < 3 * 1024 * 1024, `the server answered after ${sent} bytes`);
 });
 
 test.serial('a client sending its body a byte at a time is answered 408 and cut off after REQUEST_TIMEOUT_MS', async (t) => {
@@ -102,14 +110,7 @@ test.serial('a client sending its body a byte at a time is answered 408 and cut 
   ]));
 
   // Action: one byte every 200 ms would take ~8 s.
-  let sent = 0;
-  let stillOpen = true;
-  void conversation.closed.then(() => { stillOpen = false; });
-  while (stillOpen && sent < body.length) {
-    conversation.socket.write(body[sent]!);
-    sent += 1;
-    await sleep(200);
-  }
+  const sent = await sendUntilAnswered(conversation, body, 200);
   const closedAfter = await conversation.closed;
 
   // Assertions
