@@ -8,6 +8,7 @@ import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhoo
 import { makeDispatchEvent } from './events__dispatch.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { createPoster } from './http-post.ts';
+import { makePruneIdempotencyKeys } from './idempotency__prune.ts';
 import { makeDeliverWebhook } from './webhooks__deliver.ts';
 import { makePruneDeliveries } from './webhooks__prune.ts';
 
@@ -24,6 +25,7 @@ export interface WorkerOptions {
 }
 
 const PRUNE_TASK = 'webhooks__prune';
+const PRUNE_KEYS_TASK = 'idempotency__prune';
 
 export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
   if (!config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not set: the worker needs it to sign webhook deliveries');
@@ -64,9 +66,10 @@ export async function startWorker(config: Config, connectionString: string, logg
         retryDelaysMs: options.retryDelaysMs,
       }),
       [PRUNE_TASK]: makePruneDeliveries(db),
+      [PRUNE_KEYS_TASK]: makePruneIdempotencyKeys(db),
     },
     // Given inline, so graphile-worker never looks for a ./crontab file.
-    crontab: `15 4 * * * ${PRUNE_TASK}`,
+    crontab: `15 4 * * * ${PRUNE_TASK}\n40 * * * * ${PRUNE_KEYS_TASK}`,
   });
   const heartbeat = startHeartbeat(db, () => workerIds, logger);
   return {

@@ -1,5 +1,6 @@
 // The middleware order is the architecture: tag and log the request, map errors, serve the public routes,
-// then for the API: HTTPS, whose key, rate limit, authenticate, parse the body, route.
+// then for the API: refuse oversized bodies unread, HTTPS, whose key, rate limit, authenticate, parse the body,
+// Idempotency-Key, route.
 import Router from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
@@ -11,13 +12,14 @@ import { systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './framework/context.ts';
 import { publicRouter } from './docs.ts';
 import { identify, requireApiKey, requireHttps } from './middleware/auth.ts';
-import { jsonBody } from './middleware/body.ts';
+import { jsonBody, refuseOversizedBody } from './middleware/body.ts';
 import { handleErrors } from './middleware/errors.ts';
+import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestContext } from './middleware/request-id.ts';
 import { API_PREFIX, buildOpenApi } from './framework/openapi.ts';
 import { mountRoutes } from './framework/route.ts';
-import { apiRoutes } from './routes.ts';
+import { apiRoutes, apiTags } from './routes.ts';
 
 export interface AppDeps {
   db: Db;
@@ -35,14 +37,16 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
 
   const api = new Router<AppState>({ prefix: API_PREFIX });
   mountRoutes(api, apiRoutes, { db, config, resolveHost });
-  const docs = publicRouter(db, buildOpenApi(apiRoutes, pkg.version));
+  const docs = publicRouter(db, buildOpenApi(apiRoutes, pkg.version, apiTags));
 
   const apiChain = compose<AppContext>([
+    refuseOversizedBody(config.bodyLimitBytes),
     ...(config.requireHttps ? [requireHttps] : []),
     identify(db),
     rateLimit({ perKey: config.rateLimitPerKey, perIp: config.rateLimitPerIp, windowMs: config.rateLimitWindowMs }),
     requireApiKey,
     jsonBody(config.bodyLimitBytes),
+    idempotency(db, config.webhookSecretKey),
     api.routes() as Koa.Middleware<AppState>,
     api.allowedMethods() as Koa.Middleware<AppState>,
   ]);

@@ -21,3 +21,16 @@ export const apiRoutes: AnyRoute[] = [
   ...webhookRoutes,
   ...eventRoutes,
 ];
+
+/** What each tag of the OpenAPI document groups. */
+export const apiTags: Record<string, string> = {
+  Items: 'Inventory items (also under `/inventory-items`): what you stock, with its SKU, prices and unit',
+  Locations: 'Places that hold stock: warehouses, shops, bins',
+  Customers: 'Who sales orders are for',
+  Stock: 'Stock levels, the ledger of movements, adjustments and transfers',
+  'Sales orders': 'Orders from customers: created in either shape, fulfilled from a location or cancelled',
+  'Purchase orders': 'Orders to suppliers: confirmed, held, closed (received into stock) or cancelled',
+  'Production records': 'Making items from components at one location',
+  Webhooks: 'Subscriptions that receive events as signed HTTP POSTs, and their delivery log',
+  Events: 'Every change as an event, for clients that poll instead of receiving webhooks',
+};

@@ -12,6 +12,8 @@ export interface Config {
   trustProxy: boolean;
   requireHttps: boolean;
   bodyLimitBytes: number;
+  /** The whole request, headers and body, must arrive within this; a slower client is answered 408 and cut off. */
+  requestTimeoutMs: number;
   dbPoolMax: number;
   shutdownTimeoutMs: number;
   workerConcurrency: number;
@@ -80,6 +82,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: readBool(env, 'TRUST_PROXY', false),
     requireHttps: readBool(env, 'REQUIRE_HTTPS', false),
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    requestTimeoutMs: readInt(env, 'REQUEST_TIMEOUT_MS', 30_000),
     dbPoolMax: readInt(env, 'DB_POOL_MAX', 10),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     workerConcurrency: readInt(env, 'WORKER_CONCURRENCY', 5),

@@ -1,6 +1,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import test from 'ava';
 import { apiRoutes } from '../server/routes.ts';
+import { checkResponse } from './helpers/contract.ts';
 import { useHarness } from './helpers/harness.ts';
 
 const h = useHarness(test);
@@ -56,4 +57,38 @@ test('Swagger UI and its assets are served by the API itself, without a key', as
     t.true(Number(response.headers.get('content-length')) > (asset.endsWith('.png') ? 100 : 10_000), asset);
   }
   t.false(/https?:\/\//.test(page.body.replace(/xmlns(:xlink)?="http:\/\/www\.w3\.org[^"]*"/g, '')), 'nothing loaded from another host');
+});
+
+test('every response the tests receive is checked against the document: an undescribed status or body fails', (t) => {
+  t.throws(() => checkResponse('GET', `${h.app.baseUrl}/rest/api/v2/items`, 418, 'application/json', { error: 'teapot' }), { message: /lists only 200, 400/ });
+  t.throws(() => checkResponse('GET', `${h.app.baseUrl}/rest/api/v2/items`, 200, 'application/json', { data: [{ id: 1 }], page: 1, limit: 50 }), { message: /required/ });
+  t.throws(() => checkResponse('GET', `${h.app.baseUrl}/rest/api/v1/items`, 404, 'text/plain', 'Not Found'), { message: /JSON `Error`/ });
+  t.notThrows(() => checkResponse('GET', `${h.app.baseUrl}/rest/api/v2/items`, 200, 'application/json', { data: [], page: 1, limit: 50 }));
+});
+
+test('decimals carry no multipleOf: 0.4 is a valid price for a JSON Schema validator, the 6-decimal rule is in words', async (t) => {
+  const { api } = await h.newAccount();
+  const { status, body } = await api.post('/items', { sku: 'DEC-1', name: 'Decimal', price: 0.4, cost: 0.35 });
+  t.is(status, 201);
+  t.is(body.price, 0.4);
+  const { body: document } = await h.app.api().get('/openapi.json');
+  const price = document.components.schemas.CreateItem.properties.price;
+  t.false(JSON.stringify(document).includes('multipleOf'));
+  t.regex(price.description, /6 decimal places/);
+});
+
+test('every POST documents Idempotency-Key, its 409 with Retry-After and the Idempotent-Replayed header', async (t) => {
+  const { body } = await h.app.api().get('/openapi.json');
+  t.is(body.components.parameters.IdempotencyKey.in, 'header');
+  t.is(body.components.parameters.IdempotencyKey.schema.maxLength, 255);
+  for (const route of apiRoutes.filter((candidate) => candidate.method === 'post')) {
+    const operation = body.paths[route.path].post;
+    t.true(operation.parameters.some((p: { $ref?: string }) => p.$ref === '#/components/parameters/IdempotencyKey'), route.operationId);
+    t.regex(operation.responses['409'].description, /Idempotency-Key/, route.operationId);
+    t.truthy(operation.responses['409'].headers['Retry-After'], route.operationId);
+    t.truthy(operation.responses[String(route.success.status)].headers['Idempotent-Replayed'], route.operationId);
+  }
+  for (const route of apiRoutes.filter((candidate) => candidate.method !== 'post')) {
+    t.false(JSON.stringify(body.paths[route.path][route.method].parameters ?? []).includes('IdempotencyKey'), route.operationId);
+  }
 });

@@ -1,4 +1,5 @@
 // The OpenAPI 3.1 document, generated from the route table and the structs the routes validate with.
+import { IDEMPOTENCY_HEADER, KEY_LIFETIME_HOURS, MAX_KEY_LENGTH, REPLAYED_HEADER } from '../middleware/idempotency.ts';
 import type { AnyRoute } from './route.ts';
 import { metaOf, type AnyStruct, type JsonSchema } from './schema.ts';
 
@@ -101,6 +102,8 @@ const RESPONSES = {
   Forbidden: { description: 'Plain HTTP while the deployment requires HTTPS', content: errorBody('HTTPS required') },
   PayloadTooLarge: { description: 'Body over the configured limit (1 MB by default)', content: errorBody('Request body is too large') },
   UnsupportedMediaType: { description: 'A body that is not `application/json`', content: errorBody('Request bodies must be JSON: send Content-Type: application/json') },
+  RequestTimeout: { description: 'The request (headers and body) did not arrive within the request timeout; the connection is closed', content: errorBody('The request did not arrive in time') },
+  HeadersTooLarge: { description: 'The request line and headers are over 16 KB (a very long query string, say)', content: errorBody('The request line and headers are too large (16 KB at most)') },
   TooManyRequests: {
     description: 'Rate limit exceeded: wait `Retry-After` seconds',
     headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
@@ -124,6 +127,23 @@ const HEADERS = {
   'X-RateLimit-Reset': { description: 'When the window resets, in Unix epoch seconds', schema: { type: 'integer' } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
   Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present when this page is full', schema: { type: 'string' } },
+  [REPLAYED_HEADER]: {
+    description: '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (nothing was done again)',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
+
+const PARAMETERS = {
+  IdempotencyKey: {
+    name: IDEMPOTENCY_HEADER,
+    in: 'header',
+    required: false,
+    description: `Makes a retry safe: a key you choose (a UUID, say) for this request, at most ${MAX_KEY_LENGTH} characters. `
+      + `For ${KEY_LIFETIME_HOURS} hours a retry with the same key, method, path and body (byte for byte) gets the first answer again `
+      + `(marked \`${REPLAYED_HEADER}: true\`) and changes nothing; the same key with another request is a 409. Only `
+      + 'successful answers are kept: after a 4xx or 5xx nothing was changed and the key can be used again.',
+    schema: { type: 'string', minLength: 1, maxLength: MAX_KEY_LENGTH },
+  },
 };
 
 const COMMON_HEADERS = {
@@ -143,28 +163,45 @@ function parameters(route: AnyRoute, components: Components): JsonSchema[] {
     const { description, ...rest } = schema;
     return compact({ name, in: 'query', required: !metaOf(field).optional, description, schema: rest });
   });
-  return [...pathParams, ...queryParams];
+  const idempotencyKey = route.method === 'post' ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : [];
+  return [...pathParams, ...queryParams, ...idempotencyKey];
 }
+
+const IDEMPOTENCY_CONFLICT = 'The `Idempotency-Key` was used before with another method, path or body, or the first request '
+  + 'with it is still running (then retry after `Retry-After` seconds).';
 
 function responses(route: AnyRoute, components: Components): Record<string, unknown> {
   const { success } = route;
+  const isPost = route.method === 'post';
+  const headers: Record<string, unknown> = { ...COMMON_HEADERS };
+  if (success.list) headers.Link = { $ref: '#/components/headers/Link' };
+  if (isPost) headers[REPLAYED_HEADER] = { $ref: `#/components/headers/${REPLAYED_HEADER}` };
   const out: Record<string, unknown> = {
     [success.status]: {
       description: success.description,
-      headers: success.list ? { ...COMMON_HEADERS, Link: { $ref: '#/components/headers/Link' } } : COMMON_HEADERS,
+      headers,
       content: success.schema ? { 'application/json': { schema: toJsonSchema(success.schema, components) } } : undefined,
     },
     400: { $ref: '#/components/responses/BadRequest' },
     401: { $ref: '#/components/responses/Unauthorized' },
     403: { $ref: '#/components/responses/Forbidden' },
   };
-  for (const [status, description] of Object.entries(route.errors ?? {})) {
-    out[status] = { description, content: errorBody(description as string) };
+  const errors: Record<string, string> = { ...route.errors };
+  if (isPost) errors[409] = errors[409] ? `${errors[409]} Or: ${IDEMPOTENCY_CONFLICT}` : IDEMPOTENCY_CONFLICT;
+  for (const [status, description] of Object.entries(errors)) {
+    out[status] = compact({
+      description,
+      headers: isPost && status === '409' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : undefined,
+      content: errorBody(description),
+    });
   }
-  if (route.body) {
+  // Every POST and PATCH reads a JSON body, whether or not the route wants one.
+  if (isPost || route.method === 'patch') {
     out[413] = { $ref: '#/components/responses/PayloadTooLarge' };
     out[415] = { $ref: '#/components/responses/UnsupportedMediaType' };
   }
+  out[408] = { $ref: '#/components/responses/RequestTimeout' };
+  out[431] = { $ref: '#/components/responses/HeadersTooLarge' };
   out[429] = { $ref: '#/components/responses/TooManyRequests' };
   out[500] = { $ref: '#/components/responses/InternalError' };
   return out;
@@ -172,7 +209,10 @@ function responses(route: AnyRoute, components: Components): Record<string, unkn
 
 export const API_PREFIX = '/rest/api/v2';
 
-export function buildOpenApi(routes: AnyRoute[], version: string): JsonSchema {
+/** `tags` describes every tag a route uses (standard tools ask for it). */
+export function buildOpenApi(routes: AnyRoute[], version: string, tags: Record<string, string>): JsonSchema {
+  const undescribed = [...new Set(routes.map((route) => route.tag))].filter((tag) => !tags[tag]);
+  if (undescribed.length) throw new Error(`buildOpenApi: describe the tags ${undescribed.join(', ')}`);
   const schemas: Components = {
     Error: {
       type: 'object',
@@ -236,17 +276,19 @@ export function buildOpenApi(routes: AnyRoute[], version: string): JsonSchema {
     info: {
       title: 'Stockroom API',
       version,
+      contact: { name: 'Stockroom API support' },
       description: 'Inventory and order REST API. Send your key in the `X-API-Key` header. '
         + 'Lists take `page` and `limit` (or `size`), answer `{data, page, limit}` and link the next page in a `Link` header. '
         + 'Limits: 100 requests per minute per key, 20 per minute per IP without a valid key (defaults; counted per web process).',
     },
     servers: [{ url: API_PREFIX }],
     security: [{ ApiKey: [] }],
-    tags: [...new Set(routes.map((route) => route.tag))].map((name) => ({ name })),
+    tags: [...Object.entries(tags).map(([name, description]) => ({ name, description })), { name: 'Operations', description: 'Health checks for load balancers and monitors' }],
     paths,
     components: {
       securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
       schemas,
+      parameters: PARAMETERS,
       responses: RESPONSES,
       headers: HEADERS,
     },

@@ -1,6 +1,7 @@
 // Paging shared by every list endpoint: `page` with `limit` or `size`, `updatedSince`, and a `Link` to the
 // next page whose cursor makes deep pages cost what the first one does.
 import type { Knex } from 'knex';
+import { isUuid } from '../../shared/accounts.ts';
 import type { AppContext } from './context.ts';
 import { ValidationError } from './errors.ts';
 import type { Reply } from './route.ts';
@@ -70,10 +71,13 @@ function encodeCursor(cursor: Cursor): string {
   return Buffer.from(JSON.stringify([cursor.sort, cursor.at, cursor.id])).toString('base64url');
 }
 
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 function decodeCursor(raw: string, sort: SortKey): Cursor {
   try {
     const [cursorSort, at, id] = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
-    if (cursorSort === sort && typeof id === 'string' && !Number.isNaN(new Date(at).getTime())) {
+    // Exactly what encodeCursor writes: anything else would reach PostgreSQL's casts and fail there.
+    if (cursorSort === sort && typeof id === 'string' && isUuid(id) && typeof at === 'string' && CURSOR_TIME.test(at) && !Number.isNaN(Date.parse(at))) {
       return { sort, at, id };
     }
   } catch {

@@ -28,7 +28,7 @@ export function listRoute<Row extends OwnedRow, Rec, Query>(spec: ListRouteSpec<
   return defineRoute({
     method: 'get', path: spec.path, operationId: spec.operationId, tag: spec.tag,
     summary: spec.summary,
-    description: spec.description,
+    description: spec.description ?? `Your account's records, ${spec.newestFirst ? 'newest' : 'oldest'} first, a page at a time: follow the \`Link\` header, or pass \`updatedSince\` to sync what changed.`,
     query: spec.query,
     success: { status: 200, description: 'A page of records', schema: listOf(spec.name, spec.record), list: true },
     handler: async ({ db, auth, query, ctx }) => {
@@ -54,6 +54,7 @@ export function getRoute<Row, Rec>(spec: GetRouteSpec<Row, Rec>): AnyRoute {
   return defineRoute({
     method: 'get', path: spec.path, operationId: spec.operationId, tag: spec.tag,
     summary: spec.summary,
+    description: `One ${spec.name.toLowerCase()} of your account, by id. Another account's record is a 404, as a missing one.`,
     success: { status: 200, description: `The ${spec.name.toLowerCase()}`, schema: spec.record },
     errors: { 404: `No such ${spec.name.toLowerCase()} in this account` },
     handler: async ({ db, auth, params }) => {
@@ -99,6 +100,7 @@ export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>
     create: defineRoute({
       method: 'post', path, operationId: `create${name}`, tag,
       summary: `Create ${article} ${lower}`,
+      description: `Answers the ${lower} as stored, with its id.${resource.conflict ? ` A 409 when ${resource.conflict.charAt(0).toLowerCase()}${resource.conflict.slice(1)}.` : ''}`,
       body: resource.createBody,
       success: { status: 201, description: `The created ${lower}`, schema: resource.record },
       errors: conflict,

@@ -44,7 +44,8 @@ export interface RouteSpec<Q, B, R = undefined> {
   path: string;
   operationId: string;
   summary: string;
-  description?: string;
+  /** What an integrator needs beyond the summary; standard linters ask every operation for one. */
+  description: string;
   tag: string;
   query?: Struct<Q, any>;
   body?: Struct<B, any>;
@@ -86,6 +87,13 @@ function check<T>(struct: Struct<T, unknown>, value: unknown, root: string, prob
   return result as T;
 }
 
+/** A route without a body schema takes none: anything but nothing or `{}` is refused rather than ignored. */
+function refuseBody(sent: unknown, problems: Problem[]): undefined {
+  const empty = typeof sent === 'object' && sent !== null && !Array.isArray(sent) && Object.keys(sent).length === 0;
+  if (!empty) problems.push({ path: 'body', message: 'must be empty: this operation takes no body' });
+  return undefined;
+}
+
 function koaPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
@@ -98,7 +106,7 @@ export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], deps: 
       const problems: Problem[] = [];
       const query = check(spec.query ?? NO_QUERY, { ...ctx.query }, 'query', problems);
       const sent: unknown = ctx.request.body ?? {};
-      const body = spec.body ? check(spec.body, sent, 'body', problems) : undefined;
+      const body = spec.body ? check(spec.body, sent, 'body', problems) : refuseBody(sent, problems);
       const found = spec.resolve ? await spec.resolve({ ...deps, body: sent, auth }) : undefined;
       const named = new Set(problems.map((problem) => problem.path));
       problems.push(...(found?.problems ?? []).filter((problem) => !named.has(problem.path)));

@@ -66,6 +66,8 @@ export function object<S extends ObjectShape>(shape: S) {
 export function text(options: { max?: number; min?: number; description?: string; format?: string } = {}): Struct<string, null> {
   const { min = 0, max = 1000, description } = options;
   const struct = s.refine(s.string(), 'text', (value) => {
+    // PostgreSQL text cannot hold NUL: refused here, it would be a database error.
+    if (value.includes('\u0000')) return 'must not contain NUL characters';
     const length = value.trim().length;
     if (min > 0 && length === 0) return 'must not be blank';
     if (length < min) return `must be at least ${min} characters`;
@@ -75,7 +77,8 @@ export function text(options: { max?: number; min?: number; description?: string
   return describe(struct, { type: 'string', minLength: min, maxLength: max, description, format: options.format });
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+// What JSON Schema validators (ajv-formats) accept as `format: email`, which the document promises.
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
 export function email(): Struct<string, null> {
   const struct = s.refine(s.string(), 'email', (value) =>
@@ -186,6 +189,22 @@ function decimalPlaces(value: number): number {
   return Math.max(0, fraction.length - Number(exponent));
 }
 
+function decimalProblem(value: number): string | undefined {
+  if (!Number.isFinite(value)) return 'must be a finite number';
+  if (Math.abs(value) > MAX_DECIMAL) return `must be between -${MAX_DECIMAL} and ${MAX_DECIMAL}`;
+  if (decimalPlaces(value) > MAX_PLACES) return `must have at most ${MAX_PLACES} decimal places`;
+  return undefined;
+}
+
+/**
+ * Whether a value passes decimal()'s checks. superstruct still runs an object's refinement when a field failed
+ * only its own refinement (1e400 is a number, just not a finite one), so a refinement that computes with
+ * decimals checks them first and leaves the reporting to the field.
+ */
+export function isDecimal(value: unknown): value is number {
+  return typeof value === 'number' && decimalProblem(value) === undefined;
+}
+
 interface DecimalOptions {
   /** 'positive': > 0; 'nonNegative': >= 0; 'nonZero': signed but not 0. */
   sign?: 'positive' | 'nonNegative' | 'nonZero';
@@ -197,24 +216,25 @@ interface DecimalOptions {
 export function decimal(options: DecimalOptions = {}): Struct<number, null> {
   const { sign } = options;
   const struct = s.refine(s.number(), 'decimal', (value) => {
-    if (!Number.isFinite(value)) return 'must be a finite number';
-    if (Math.abs(value) > MAX_DECIMAL) return `must be between -${MAX_DECIMAL} and ${MAX_DECIMAL}`;
-    if (decimalPlaces(value) > MAX_PLACES) return `must have at most ${MAX_PLACES} decimal places`;
+    const problem = decimalProblem(value);
+    if (problem) return problem;
     if (sign === 'positive' && value <= 0) return 'must be greater than 0';
     if (sign === 'nonNegative' && value < 0) return 'must not be negative';
     if (sign === 'nonZero' && value === 0) return 'must not be 0';
     return true;
   });
+  // The 6-decimal rule is stated in words: `multipleOf: 0.000001` would make JSON Schema validators (ajv, Prism)
+  // reject valid values, as 0.4 is not a multiple of 0.000001 in floating point.
+  const rule = `At most ${MAX_PLACES} decimal places; stored exactly.`;
   return describe(struct, {
     type: 'number',
-    description: options.description,
+    description: options.description ? `${options.description.replace(/\.?$/, '.')} ${rule}` : rule,
     // Without one, Swagger UI shows the minimum as the example.
     example: options.example ?? (sign === 'nonZero' ? -3 : sign === 'positive' ? 5 : 10),
     ...(sign === 'positive' ? { exclusiveMinimum: 0 } : {}),
     ...(sign === 'nonNegative' ? { minimum: 0 } : {}),
     ...(sign === 'nonZero' ? { not: { const: 0 } } : {}),
     ...(sign === 'positive' || sign === 'nonNegative' ? { maximum: MAX_DECIMAL } : { minimum: -MAX_DECIMAL, maximum: MAX_DECIMAL }),
-    multipleOf: 0.000001,
   });
 }
 

@@ -1,12 +1,52 @@
 import type { Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import { ApiError } from '../framework/errors.ts';
+import { ApiError, ValidationError, formatPath, type Problem } from '../framework/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+/** No body of ours nests half as deep; validating and printing a deeper one would overflow the stack. */
+export const MAX_BODY_DEPTH = 32;
+// Keys that shadow what every object inherits: superstruct prints a value it rejects with `${value}`, which calls
+// a `toString` (or `valueOf`) the body itself supplied and throws when that is not a function. No field of ours
+// has such a name, so they are refused before validation sees them.
+const INHERITED = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/** Refuses bodies that nest too deep or use inherited names as keys; walked breadth first without recursion, as depth is the point. */
+function checkShape(body: unknown): void {
+  const problems: Problem[] = [];
+  const pending: Array<[unknown, Array<string | number>]> = [[body, []]];
+  for (let next = 0; next < pending.length; next++) {
+    const [value, path] = pending[next]!;
+    if (value === null || typeof value !== 'object') continue;
+    if (path.length >= MAX_BODY_DEPTH) throw ValidationError.of('body', `must not nest objects and arrays more than ${MAX_BODY_DEPTH} deep`);
+    for (const [key, inner] of Object.entries(value)) {
+      const innerPath = [...path, Array.isArray(value) ? Number(key) : key];
+      if (!Array.isArray(value) && INHERITED.has(key)) problems.push({ path: formatPath(innerPath), message: 'is not an allowed field' });
+      else pending.push([inner, innerPath]);
+    }
+  }
+  if (problems.length) throw new ValidationError(problems);
+}
 
 function hasBody(ctx: AppContext): boolean {
   return ctx.get('Transfer-Encoding') !== '' || Number(ctx.get('Content-Length')) > 0;
+}
+
+function tooLarge(ctx: AppContext): never {
+  // The rest of the body is never read: closing the connection spares reading (and discarding) it for keep-alive.
+  ctx.set('Connection', 'close');
+  throw new ApiError(413, 'Request body is too large');
+}
+
+/**
+ * A declared Content-Length over the limit is refused before anything else is done for the request (before the
+ * key is looked up), and without reading the body. A chunked body is counted as it is read (see jsonBody).
+ */
+export function refuseOversizedBody(limitBytes: number) {
+  return async function refuseOversizedBody(ctx: AppContext, next: Next): Promise<void> {
+    if (Number(ctx.get('Content-Length')) > limitBytes) tooLarge(ctx);
+    await next();
+  };
 }
 
 /** JSON bodies only, up to the configured size; anything else is a 415 rather than a silently empty body. */
@@ -18,8 +58,12 @@ export function jsonBody(limitBytes: number) {
     multipart: false,
     jsonStrict: true,
     jsonLimit: limitBytes,
+    // The Idempotency-Key check hashes the body as sent.
+    includeUnparsed: true,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
-    onError: (error) => {
+    onError: (error, ctx) => {
+      // raw-body stops reading a chunked body at the limit.
+      if ((error as { status?: number }).status === 413) tooLarge(ctx as AppContext);
       // Throwing hands the error to handleErrors; returning would let the route run without a body.
       throw error;
     },
@@ -29,6 +73,9 @@ export function jsonBody(limitBytes: number) {
     if (hasBody(ctx) && !ctx.is('application/json', '+json')) {
       throw new ApiError(415, 'Request bodies must be JSON: send Content-Type: application/json');
     }
-    await parse(ctx, next);
+    await parse(ctx, () => {
+      checkShape(ctx.request.body);
+      return next();
+    });
   };
 }

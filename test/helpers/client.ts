@@ -1,5 +1,7 @@
-// A small HTTP client for the API under test: JSON in, {status, body, headers} out.
+// A small HTTP client for the API under test: JSON in, {status, body, headers} out. Every response is checked
+// against the OpenAPI document (contract.ts): one the document does not describe fails the test.
 import { API_PREFIX } from '../../server/framework/openapi.ts';
+import { checkResponse } from './contract.ts';
 
 export interface Response<T = any> {
   status: number;
@@ -36,10 +38,13 @@ export function client(baseUrl: string, key?: string): Client {
       body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    const response = await fetch(urlFor(baseUrl, path), { method, headers, body });
+    const url = urlFor(baseUrl, path);
+    const response = await fetch(url, { method, headers, body });
     const text = await response.text();
     const type = response.headers.get('content-type') ?? '';
-    return { status: response.status, headers: response.headers, body: type.includes('json') && text ? JSON.parse(text) : text };
+    const parsed = type.includes('json') && text ? JSON.parse(text) : text;
+    checkResponse(method, url, response.status, type, parsed);
+    return { status: response.status, headers: response.headers, body: parsed };
   }
   return {
     request,

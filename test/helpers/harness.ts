@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import type { TestFn } from 'ava';
 import { createDb, type Db } from '../../db/knex.ts';
 import { createApp } from '../../server/app.ts';
+import { createHttpServer } from '../../server/web.ts';
 import { createAccount, createApiKey } from '../../shared/accounts.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
@@ -67,7 +68,7 @@ export function useHarness(test: TestFn, overrides: Partial<Config> = {}): Harne
     const logs: string[] = [];
     const sink = new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } });
     const app = createApp({ db: deps.db ?? harness.db, resolveHost: deps.resolveHost, config, logger: createLogger('info', 'test', sink) });
-    const server = app.listen(0, '127.0.0.1');
+    const server = createHttpServer(app, config).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const running: RunningApp = {

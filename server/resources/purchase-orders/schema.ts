@@ -1,7 +1,7 @@
 import { refine } from 'superstruct';
 import { listQuery } from '../../framework/pagination.ts';
 import {
-  array, calendarDate, decimal, describe, enums, id, MAX_DECIMAL, named, nullable, object, optional, text, timestamp, type Infer,
+  array, calendarDate, decimal, describe, enums, id, isDecimal, MAX_DECIMAL, named, nullable, object, optional, text, timestamp, type Infer,
 } from '../../framework/schema.ts';
 import { PURCHASE_ORDER_STATUSES } from './lifecycle.ts';
 
@@ -57,7 +57,9 @@ const createFields = object({
 
 // The total is stored like every amount (15 significant digits), so an order whose total would not fit is refused.
 export const CreatePurchaseOrder = named('CreatePurchaseOrder', refine(createFields, 'purchaseOrder', (order) =>
-  Number(orderTotal(order.lines)) <= MAX_DECIMAL || { path: ['lines'], message: `add up to more than ${MAX_DECIMAL}, the largest total an order can have` }));
+  !order.lines.every((line) => isDecimal(line.quantity) && isDecimal(line.unitCost)) // each bad number is reported at its line
+  || Number(orderTotal(order.lines)) <= MAX_DECIMAL
+  || { path: ['lines'], message: `add up to more than ${MAX_DECIMAL}, the largest total an order can have` }));
 export type CreatePurchaseOrder = Infer<typeof CreatePurchaseOrder>;
 
 /** A transition's body: none, or an empty object; any field is a 400 rather than silently ignored. */
