@@ -4,13 +4,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pkg from '../package.json' with { type: 'json' };
-import { buildOpenApi } from '../server/framework/openapi.ts';
-import { apiRoutes, apiTags } from '../server/routes.ts';
+import { apiDocument } from '../server/routes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'stockroom-openapi-'));
 const file = join(dir, 'openapi.json');
-writeFileSync(file, JSON.stringify(buildOpenApi(apiRoutes, pkg.version, apiTags), null, 2));
+writeFileSync(file, JSON.stringify(apiDocument(), null, 2));
 
 const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
 const linters = [

@@ -4,7 +4,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
-import pkg from '../package.json' with { type: 'json' };
 import type { Db } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -17,9 +16,9 @@ import { handleErrors } from './middleware/errors.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestContext } from './middleware/request-id.ts';
-import { API_PREFIX, buildOpenApi } from './framework/openapi.ts';
+import { API_PREFIX } from './framework/openapi.ts';
 import { mountRoutes } from './framework/route.ts';
-import { apiRoutes, apiTags } from './routes.ts';
+import { apiDocument, apiRoutes } from './routes.ts';
 
 export interface AppDeps {
   db: Db;
@@ -37,7 +36,7 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
 
   const api = new Router<AppState>({ prefix: API_PREFIX });
   mountRoutes(api, apiRoutes, { db, config, resolveHost });
-  const docs = publicRouter(db, buildOpenApi(apiRoutes, pkg.version, apiTags));
+  const docs = publicRouter(db, apiDocument());
 
   const apiChain = compose<AppContext>([
     refuseOversizedBody(config.bodyLimitBytes),

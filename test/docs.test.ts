@@ -1,7 +1,8 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import test from 'ava';
-import { apiRoutes } from '../server/routes.ts';
-import { checkResponse } from './helpers/contract.ts';
+import { apiDocument, apiRoutes } from '../server/routes.ts';
+import { EVENT_TYPES, PING_EVENT } from '../shared/events.ts';
+import { checkDelivery, checkResponse } from './helpers/contract.ts';
 import { useHarness } from './helpers/harness.ts';
 
 const h = useHarness(test);
@@ -91,4 +92,13 @@ test('every POST documents Idempotency-Key, its 409 with Retry-After and the Ide
   for (const route of apiRoutes.filter((candidate) => candidate.method !== 'post')) {
     t.false(JSON.stringify(body.paths[route.path][route.method].parameters ?? []).includes('IdempotencyKey'), route.operationId);
   }
+});
+
+test('the document\'s webhooks describe the delivery of every kind of event, and the check of deliveries can fail', async (t) => {
+  const document = apiDocument() as { webhooks: Record<string, unknown> };
+  t.deepEqual(Object.keys(document.webhooks).sort(), [...EVENT_TYPES, PING_EVENT].sort());
+  const ping = { id: '3f8e2c1a-6b7d-4e9f-9a21-5c0d8e7b6a14', type: PING_EVENT, createdAt: new Date().toISOString(), data: { webhookId: 'w' } };
+  t.notThrows(() => checkDelivery(ping));
+  t.throws(() => checkDelivery({ ...ping, data: {} } as typeof ping), { message: /breaks the OpenAPI document/ });
+  t.throws(() => checkDelivery({ ...ping, type: 'order.shipped' }), { message: /do not list/ });
 });

@@ -7,10 +7,8 @@
 // `npm test` runs FUZZ_RUNS (default 40) cases per route; `npm run test:fuzz` runs 1000.
 import fc from 'fast-check';
 import test from 'ava';
-import pkg from '../package.json' with { type: 'json' };
-import { buildOpenApi } from '../server/framework/openapi.ts';
 import type { JsonSchema } from '../server/framework/schema.ts';
-import { apiRoutes, apiTags } from '../server/routes.ts';
+import { apiDocument, apiRoutes } from '../server/routes.ts';
 import type { Client, Response } from './helpers/client.ts';
 import { tableCounts } from './helpers/counts.ts';
 import { brokenValue, hostileValue, queryString, toJson, validValue, type SchemaContext } from './helpers/fuzz.ts';
@@ -20,7 +18,7 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
 
 // Serial: each case compares the row counts of the whole database.
 const h = useHarness(test);
-const document = buildOpenApi(apiRoutes, pkg.version, apiTags) as unknown as {
+const document = apiDocument() as unknown as {
   paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: JsonSchema }> }; parameters?: Array<JsonSchema> }>>;
   components: { schemas: Record<string, JsonSchema> };
 };

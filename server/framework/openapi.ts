@@ -210,7 +210,56 @@ function responses(route: AnyRoute, components: Components): Record<string, unkn
 export const API_PREFIX = '/rest/api/v2';
 
 /** `tags` describes every tag a route uses (standard tools ask for it). */
-export function buildOpenApi(routes: AnyRoute[], version: string, tags: Record<string, string>): JsonSchema {
+/** The headers of every webhook delivery (Standard Webhooks). */
+const DELIVERY_HEADERS = [
+  ['webhook-id', 'The event id: the same on every retry and redelivery. Deduplicate on it.'],
+  ['webhook-timestamp', 'When this attempt was signed, in Unix seconds. Refuse old ones (the verifiers allow 5 minutes).'],
+  ['webhook-signature', '`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` keyed with the subscription\'s secret; during a rotation two, space-separated.'],
+].map(([name, description]) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } }));
+
+/** OpenAPI 3.1 `webhooks`: what a subscription receives for each kind of event, so clients can generate the types. */
+function webhooksOf(events: Record<string, AnyStruct>, components: Components): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(events).map(([type, data]) => [type, {
+    post: {
+      operationId: `on${type.replace(/(^|[._])(\w)/g, (_, _sep, c: string) => c.toUpperCase())}`,
+      summary: `The \`${type}\` event`,
+      description: `Sent to every enabled subscription of the account that asked for \`${type}\`${type === 'webhook.ping' ? ' (only by `POST /webhooks/{id}/ping`)' : ' or `*`'}. `
+        + 'Answer 2xx within 10 s to acknowledge; anything else is retried with the same `webhook-id` for about three days.',
+      tags: ['Webhooks'],
+      security: [],
+      parameters: DELIVERY_HEADERS,
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: {
+          type: 'object',
+          required: ['id', 'type', 'createdAt', 'data'],
+          properties: {
+            id: { type: 'string', description: 'The event id (also `webhook-id`)' },
+            type: { const: type },
+            createdAt: { type: 'string', format: 'date-time' },
+            data: toJsonSchema(data, components),
+          },
+        } } },
+      },
+      responses: {
+        200: { description: 'Any 2xx acknowledges the event' },
+        410: { description: 'Gone: the subscription is disabled at once' },
+        429: { description: 'Too many: the next attempt waits `Retry-After` seconds' },
+      },
+    },
+  }]));
+}
+
+export interface ApiDescription {
+  routes: AnyRoute[];
+  version: string;
+  /** Each tag the routes use, with what it groups. */
+  tags: Record<string, string>;
+  /** Each kind of event, with the record its `data` carries. */
+  events: Record<string, AnyStruct>;
+}
+
+export function buildOpenApi({ routes, version, tags, events }: ApiDescription): JsonSchema {
   const undescribed = [...new Set(routes.map((route) => route.tag))].filter((tag) => !tags[tag]);
   if (undescribed.length) throw new Error(`buildOpenApi: describe the tags ${undescribed.join(', ')}`);
   const schemas: Components = {
@@ -285,6 +334,7 @@ export function buildOpenApi(routes: AnyRoute[], version: string, tags: Record<s
     security: [{ ApiKey: [] }],
     tags: [...Object.entries(tags).map(([name, description]) => ({ name, description })), { name: 'Operations', description: 'Health checks for load balancers and monitors' }],
     paths,
+    webhooks: webhooksOf(events, schemas),
     components: {
       securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
       schemas,

@@ -3,10 +3,9 @@
 // must validate against that status's schema; anything else fails the test that received it.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import pkg from '../../package.json' with { type: 'json' };
-import { API_PREFIX, buildOpenApi } from '../../server/framework/openapi.ts';
+import { API_PREFIX } from '../../server/framework/openapi.ts';
 import type { JsonSchema } from '../../server/framework/schema.ts';
-import { apiRoutes, apiTags } from '../../server/routes.ts';
+import { apiDocument } from '../../server/routes.ts';
 
 interface Operation {
   method: string;
@@ -17,6 +16,7 @@ interface Operation {
 
 interface Document {
   paths: Record<string, Record<string, { responses?: Record<string, JsonSchema> }>>;
+  webhooks: Record<string, { post: { requestBody: { content: { 'application/json': { schema: JsonSchema } } } } }>;
   components: { responses: Record<string, JsonSchema>; schemas: Record<string, JsonSchema> };
 }
 
@@ -27,7 +27,7 @@ class Contract {
   private readonly compiled = new Map<JsonSchema, ValidateFunction>();
 
   constructor() {
-    this.document = buildOpenApi(apiRoutes, pkg.version, apiTags) as unknown as Document;
+    this.document = apiDocument() as unknown as Document;
     // strict: false because OpenAPI's `example` is not a JSON Schema keyword.
     this.ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats.default(this.ajv);
@@ -52,6 +52,11 @@ class Contract {
       this.compiled.set(schema, validate);
     }
     return validate;
+  }
+
+  /** The body schema of the delivery of one kind of event, from the document's `webhooks`. */
+  delivery(type: string): JsonSchema | undefined {
+    return this.document.webhooks[type]?.post.requestBody.content['application/json'].schema;
   }
 
   get errorSchema(): JsonSchema {
@@ -90,4 +95,16 @@ export function checkResponse(method: string, url: string, status: number, conte
   if (!json || !contentType.includes('application/json')) broken(request, status, body, `content type ${contentType || '(none)'}`);
   const validate = contract.validator(json.schema);
   if (!validate(body)) broken(request, status, body, JSON.stringify(validate.errors?.slice(0, 5)));
+}
+
+/** Throws when a webhook delivery's body breaks what the document's `webhooks` promise for its kind. */
+export function checkDelivery(payload: { type?: unknown; [field: string]: unknown }): void {
+  contract ??= new Contract();
+  const type = String(payload.type);
+  const schema = contract.delivery(type);
+  if (!schema) throw new Error(`a delivery of kind ${type}, which the document's webhooks do not list`);
+  const validate = contract.validator(schema);
+  if (!validate(payload)) {
+    throw new Error(`a ${type} delivery breaks the OpenAPI document: ${JSON.stringify(validate.errors?.slice(0, 5))}\n  body: ${JSON.stringify(payload).slice(0, 1000)}`);
+  }
 }

@@ -1,5 +1,7 @@
-// Webhook receivers for tests: nock interceptors that record what arrives and answer as the test says.
+// Webhook receivers for tests: nock interceptors that record what arrives and answer as the test says. Every
+// delivery is checked against the OpenAPI document's `webhooks`, as every response is against its paths.
 import nock from 'nock';
+import { checkDelivery } from './contract.ts';
 
 export interface Received {
   headers: Record<string, string>;
@@ -18,6 +20,8 @@ export interface Receiver {
 }
 
 let hosts = 0;
+/** Deliveries that broke the document; waitFor throws the first, so the test that waits for it fails. */
+const mismatches: Error[] = [];
 
 /** A receiver on a host of its own; `answer` is called with the 1-based number of each request. */
 export function receiver(answer: (n: number, request: Received) => Answer | Promise<Answer> = () => [200, 'ok']): Receiver {
@@ -27,6 +31,11 @@ export function receiver(answer: (n: number, request: Received) => Answer | Prom
   const scope = nock(origin).persist().post('/hook').reply(async (request: Request) => {
     const body = await request.text();
     const entry = { headers: Object.fromEntries(request.headers), body, payload: JSON.parse(body) };
+    try {
+      checkDelivery(entry.payload);
+    } catch (error) {
+      mismatches.push(error as Error);
+    }
     received.push(entry);
     for (const wake of waiters.splice(0)) wake();
     const [status, text = '', headers = {}] = await answer(received.length, entry);
@@ -37,7 +46,8 @@ export function receiver(answer: (n: number, request: Received) => Answer | Prom
     received,
     async waitFor(count, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
-      while (received.length < count) {
+      while (received.length < count || mismatches.length) {
+        if (mismatches.length) throw mismatches.shift()!;
         if (Date.now() > deadline) throw new Error(`expected ${count} deliveries to ${origin}, got ${received.length}`);
         await new Promise<void>((resolve) => { waiters.push(resolve); setTimeout(resolve, 100); });
       }

@@ -1,7 +1,12 @@
 import * as s from 'superstruct';
-import { EVENT_TYPES } from '../../../shared/events.ts';
+import { EVENT_TYPES, PING_EVENT, type EventType } from '../../../shared/events.ts';
+import { Item } from '../items/schema.ts';
+import { ProductionRecord } from '../production-records/schema.ts';
+import { PurchaseOrder } from '../purchase-orders/schema.ts';
+import { SalesOrder } from '../sales-orders/schema.ts';
+import { StockAdjustedEvent } from '../stock/schema.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../framework/pagination.ts';
-import { describe, enums, id, named, object, optional, queryInteger, text, timestamp, type Infer } from '../../framework/schema.ts';
+import { describe, enums, id, named, object, optional, queryInteger, text, timestamp, type AnyStruct, type Infer } from '../../framework/schema.ts';
 
 export const Event = named('Event', object({
   id: id('Stable across every delivery of this event: the `webhook-id` header. Deduplicate on it.'),
@@ -26,3 +31,20 @@ export const EventListQuery = object({
   size: pageSize(),
 });
 export type EventListQuery = Infer<typeof EventListQuery>;
+
+/** What each kind of event carries as `data` (the record as the API returns it): the document's `webhooks`. */
+export const EVENT_DATA: Record<EventType | typeof PING_EVENT, AnyStruct> = {
+  'item.created': Item,
+  'item.updated': Item,
+  'stock.adjusted': StockAdjustedEvent,
+  'sales_order.created': SalesOrder,
+  'sales_order.fulfilled': SalesOrder,
+  'sales_order.cancelled': SalesOrder,
+  'purchase_order.created': PurchaseOrder,
+  'purchase_order.confirmed': PurchaseOrder,
+  'purchase_order.held': PurchaseOrder,
+  'purchase_order.closed': PurchaseOrder,
+  'purchase_order.cancelled': PurchaseOrder,
+  'production_record.created': ProductionRecord,
+  [PING_EVENT]: named('PingEvent', object({ webhookId: id('The subscription that was pinged.') })),
+};

@@ -32,12 +32,16 @@ export const StockMovement = named('StockMovement', object({
 }));
 export type StockMovement = Infer<typeof StockMovement>;
 
-/** The `data` of a `stock.adjusted` event: the movement and the level it left. */
-export type StockAdjustedEvent = StockMovement & { stockLevel: { quantity: number } };
-
 const levelAfter = (description: string) => object({
   quantity: decimal({ sign: 'nonNegative', description }),
 });
+
+/** The `data` of a `stock.adjusted` event: the movement and the level it left. */
+export const StockAdjustedEvent = named('StockAdjustedEvent', object({
+  ...StockMovement.schema,
+  stockLevel: levelAfter('The level at this item and location once the movement applied.'),
+}));
+export type StockAdjustedEvent = Infer<typeof StockAdjustedEvent>;
 
 export const StockAdjustment = named('StockAdjustment', object({
   id: id(),
