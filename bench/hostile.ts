@@ -9,20 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import { migrateLatest } from '../db/migrations.ts';
-import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
+import { createDatabase, dropDatabase, freePort, startScratchServer } from '../test/helpers/database.ts';
 
 const TOTAL = Number(process.env.BENCH_REQUESTS ?? 200_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

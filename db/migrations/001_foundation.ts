@@ -1,18 +1,5 @@
 import type { Knex } from 'knex';
-
-// Timestamps keep millisecond precision so that they round-trip exactly through JSON and page cursors.
-function timestamps(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-  t.timestamp('updated_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-}
-
-function id(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));
-}
-
-function accountId(t: Knex.CreateTableBuilder): void {
-  t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
-}
+import { accountId, id, timestamps } from './columns.ts';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('accounts', (t) => {

@@ -1,29 +1,14 @@
 import type { Knex } from 'knex';
+import { DECIMAL, owned, ref, timestamps } from './columns.ts';
 
-const QUANTITY = [20, 6] as const;
-
-function common(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));
-  t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
-}
-
-function timestamps(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-  t.timestamp('updated_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-}
-
-// Stock records refer to items and locations that are archived, never deleted.
-function ref(t: Knex.CreateTableBuilder, column: string, table: string): void {
-  t.uuid(column).notNullable().references('id').inTable(table).onDelete('RESTRICT');
-}
 
 export async function up(knex: Knex): Promise<void> {
   // One row per item and location that ever held stock, kept equal to the sum of its movements.
   await knex.schema.createTable('stock_levels', (t) => {
-    common(knex, t);
+    owned(knex, t);
     ref(t, 'item_id', 'items');
     ref(t, 'location_id', 'locations');
-    t.decimal('quantity', ...QUANTITY).notNullable().defaultTo(0);
+    t.decimal('quantity', ...DECIMAL).notNullable().defaultTo(0);
     timestamps(knex, t);
     t.unique(['account_id', 'item_id', 'location_id']);
     t.index(['account_id', 'created_at', 'id']);
@@ -34,10 +19,10 @@ export async function up(knex: Knex): Promise<void> {
 
   // The ledger: immutable, one row per change of stock whatever caused it.
   await knex.schema.createTable('stock_movements', (t) => {
-    common(knex, t);
+    owned(knex, t);
     ref(t, 'item_id', 'items');
     ref(t, 'location_id', 'locations');
-    t.decimal('quantity', ...QUANTITY).notNullable();
+    t.decimal('quantity', ...DECIMAL).notNullable();
     t.text('type').notNullable();
     t.text('reason');
     t.text('source_type').notNullable();
@@ -51,12 +36,12 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter table stock_movements add constraint stock_movements_quantity_not_zero check (quantity <> 0)');
 
   await knex.schema.createTable('stock_adjustments', (t) => {
-    common(knex, t);
+    owned(knex, t);
     ref(t, 'item_id', 'items');
     ref(t, 'location_id', 'locations');
-    t.decimal('quantity', ...QUANTITY).notNullable();
+    t.decimal('quantity', ...DECIMAL).notNullable();
     t.text('reason').notNullable();
-    t.decimal('level_after', ...QUANTITY).notNullable();
+    t.decimal('level_after', ...DECIMAL).notNullable();
     t.uuid('created_by').notNullable().references('id').inTable('users').onDelete('RESTRICT');
     timestamps(knex, t);
     t.index(['account_id', 'created_at', 'id']);
@@ -64,14 +49,14 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   await knex.schema.createTable('stock_transfers', (t) => {
-    common(knex, t);
+    owned(knex, t);
     ref(t, 'item_id', 'items');
     ref(t, 'from_location_id', 'locations');
     ref(t, 'to_location_id', 'locations');
-    t.decimal('quantity', ...QUANTITY).notNullable();
+    t.decimal('quantity', ...DECIMAL).notNullable();
     t.text('reason');
-    t.decimal('from_level_after', ...QUANTITY).notNullable();
-    t.decimal('to_level_after', ...QUANTITY).notNullable();
+    t.decimal('from_level_after', ...DECIMAL).notNullable();
+    t.decimal('to_level_after', ...DECIMAL).notNullable();
     t.uuid('created_by').notNullable().references('id').inTable('users').onDelete('RESTRICT');
     timestamps(knex, t);
     t.index(['account_id', 'created_at', 'id']);
@@ -80,7 +65,7 @@ export async function up(knex: Knex): Promise<void> {
 
   // Written in the same transaction as the change that caused it, with its delivery job.
   await knex.schema.createTable('events', (t) => {
-    common(knex, t);
+    owned(knex, t);
     // Commit-independent ordering for clients that poll: ids are random, seq only grows.
     t.bigIncrements('seq', { primaryKey: false }).notNullable().unique();
     t.text('type').notNullable();

@@ -1,16 +1,6 @@
 import type { Knex } from 'knex';
+import { DECIMAL, owned, timestamps } from './columns.ts';
 
-const MONEY = [20, 6] as const;
-
-function common(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));
-  t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
-}
-
-function timestamps(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-  t.timestamp('updated_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-}
 
 export async function up(knex: Knex): Promise<void> {
   // Per-account sequences (`SO-000042`). A row is bumped with an upsert inside the transaction that uses the
@@ -24,13 +14,13 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   await knex.schema.createTable('sales_orders', (t) => {
-    common(knex, t);
+    owned(knex, t);
     t.text('sales_order_number').notNullable();
     t.text('integration_source_id');
     // Orders keep referring to their customer and items: those are never deleted from under an order.
     t.uuid('customer_id').notNullable().references('id').inTable('customers').onDelete('RESTRICT');
     t.text('status').notNullable().defaultTo('open');
-    t.decimal('total', ...MONEY).notNullable();
+    t.decimal('total', ...DECIMAL).notNullable();
     t.uuid('fulfilled_location_id').references('id').inTable('locations').onDelete('RESTRICT');
     timestamps(knex, t);
     // Both also serve as the indexes of the duplicate look-ups and the integrationSourceId filter.
@@ -44,14 +34,14 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw("alter table sales_orders add constraint sales_orders_status_known check (status in ('open', 'fulfilled', 'cancelled'))");
 
   await knex.schema.createTable('sales_order_lines', (t) => {
-    common(knex, t);
+    owned(knex, t);
     t.uuid('sales_order_id').notNullable().references('id').inTable('sales_orders').onDelete('CASCADE');
     t.integer('position').notNullable();
     t.uuid('item_id').notNullable().references('id').inTable('items').onDelete('RESTRICT');
     // The item's sku when the order was taken: a later rename of the item does not rewrite the order.
     t.text('sku').notNullable();
-    t.decimal('quantity', ...MONEY).notNullable();
-    t.decimal('price', ...MONEY).notNullable();
+    t.decimal('quantity', ...DECIMAL).notNullable();
+    t.decimal('price', ...DECIMAL).notNullable();
     timestamps(knex, t);
     t.unique(['sales_order_id', 'position']);
     t.index(['account_id', 'item_id']);

@@ -1,32 +1,17 @@
 import type { Knex } from 'knex';
+import { DECIMAL, owned, ref, timestamps } from './columns.ts';
 
-const QUANTITY = [20, 6] as const;
 const PURCHASE_ORDER_STATUSES = ['draft', 'confirmed', 'on_hold', 'closed', 'cancelled'];
-
-function common(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));
-  t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
-}
-
-function timestamps(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-  t.timestamp('updated_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-}
-
-// Purchasing records name items and locations that are archived, never deleted.
-function ref(t: Knex.CreateTableBuilder, column: string, table: string): void {
-  t.uuid(column).notNullable().references('id').inTable(table).onDelete('RESTRICT');
-}
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('purchase_orders', (t) => {
-    common(knex, t);
+    owned(knex, t);
     t.text('supplier_name').notNullable();
     ref(t, 'location_id', 'locations');
     t.text('status').notNullable().defaultTo('draft');
     t.date('expected_date');
     t.text('reference');
-    t.decimal('total', ...QUANTITY).notNullable();
+    t.decimal('total', ...DECIMAL).notNullable();
     t.uuid('created_by').notNullable().references('id').inTable('users').onDelete('RESTRICT');
     t.timestamp('closed_at', { useTz: true, precision: 3 });
     timestamps(knex, t);
@@ -39,12 +24,12 @@ export async function up(knex: Knex): Promise<void> {
     check (status in (${PURCHASE_ORDER_STATUSES.map((status) => `'${status}'`).join(', ')}))`);
 
   await knex.schema.createTable('purchase_order_lines', (t) => {
-    common(knex, t);
+    owned(knex, t);
     t.uuid('purchase_order_id').notNullable().references('id').inTable('purchase_orders').onDelete('CASCADE');
     t.integer('position').notNullable();
     ref(t, 'item_id', 'items');
-    t.decimal('quantity', ...QUANTITY).notNullable();
-    t.decimal('unit_cost', ...QUANTITY).notNullable();
+    t.decimal('quantity', ...DECIMAL).notNullable();
+    t.decimal('unit_cost', ...DECIMAL).notNullable();
     timestamps(knex, t);
     t.unique(['purchase_order_id', 'position']);
     t.index(['item_id']);
@@ -54,10 +39,10 @@ export async function up(knex: Knex): Promise<void> {
     add constraint purchase_order_lines_unit_cost_not_negative check (unit_cost >= 0)`);
 
   await knex.schema.createTable('production_records', (t) => {
-    common(knex, t);
+    owned(knex, t);
     ref(t, 'item_id', 'items');
     ref(t, 'location_id', 'locations');
-    t.decimal('quantity', ...QUANTITY).notNullable();
+    t.decimal('quantity', ...DECIMAL).notNullable();
     t.text('reference');
     t.uuid('created_by').notNullable().references('id').inTable('users').onDelete('RESTRICT');
     timestamps(knex, t);
@@ -71,7 +56,7 @@ export async function up(knex: Knex): Promise<void> {
     t.uuid('production_record_id').notNullable().references('id').inTable('production_records').onDelete('CASCADE');
     t.integer('position').notNullable();
     ref(t, 'item_id', 'items');
-    t.decimal('quantity', ...QUANTITY).notNullable();
+    t.decimal('quantity', ...DECIMAL).notNullable();
     t.primary(['production_record_id', 'position']);
     t.index(['item_id']);
   });

@@ -1,14 +1,9 @@
 import type { Knex } from 'knex';
-
-function timestamps(knex: Knex, t: Knex.CreateTableBuilder): void {
-  t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-  t.timestamp('updated_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-}
+import { accountId, owned, timestamps } from './columns.ts';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('webhooks', (t) => {
-    t.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));
-    t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
+    owned(knex, t);
     t.text('url').notNullable();
     t.specificType('events', 'text[]').notNullable();
     t.boolean('enabled').notNullable().defaultTo(true);
@@ -31,7 +26,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('webhook_dispatches', (t) => {
     t.uuid('webhook_id').notNullable().references('id').inTable('webhooks').onDelete('CASCADE');
     t.uuid('event_id').notNullable().references('id').inTable('events').onDelete('CASCADE');
-    t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
+    accountId(t);
     t.integer('attempts').notNullable().defaultTo(0);
     // Position in the retry schedule: the one job allowed to make the next scheduled attempt carries it.
     t.integer('retry').notNullable().defaultTo(0);
@@ -44,8 +39,7 @@ export async function up(knex: Knex): Promise<void> {
 
   // The delivery log: one row per attempt, pruned after 30 days.
   await knex.schema.createTable('webhook_deliveries', (t) => {
-    t.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));
-    t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
+    owned(knex, t);
     t.uuid('webhook_id').notNullable().references('id').inTable('webhooks').onDelete('CASCADE');
     t.uuid('event_id').notNullable().references('id').inTable('events').onDelete('CASCADE');
     t.text('event_type').notNullable();

@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
+import { accountId, timestamps } from './columns.ts';
 
 export async function up(knex: Knex): Promise<void> {
   // One row per Idempotency-Key an account used in the last 24 hours. The primary key is what decides, across
   // every web process, which of two requests with one key runs: the other finds the row already there.
   await knex.schema.createTable('idempotency_keys', (t) => {
-    t.uuid('account_id').notNullable().references('id').inTable('accounts').onDelete('CASCADE');
+    accountId(t);
     t.text('key').notNullable();
     // sha256 of method, path and raw body: the same key with another request is a conflict, not a replay.
     t.text('request_hash').notNullable();
@@ -16,8 +17,7 @@ export async function up(knex: Knex): Promise<void> {
     // The body as sent, encrypted (not jsonb, which would reorder its keys): a replay is byte for byte the same.
     t.text('response_body');
     t.jsonb('response_headers');
-    t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
-    t.timestamp('updated_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());
+    timestamps(knex, t);
     t.timestamp('expires_at', { useTz: true, precision: 3 }).notNullable();
     t.primary(['account_id', 'key']);
     t.index(['expires_at']);
