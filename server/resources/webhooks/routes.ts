@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { deliveryJob, dispatchTo, recordPing } from '../../../shared/events.ts';
 import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
 import { findOwned } from '../../framework/crud.ts';
@@ -6,7 +7,7 @@ import { listOf, pageReply, pageRequest } from '../../framework/pagination.ts';
 import { getRoute, listRoute } from '../../framework/resource-routes.ts';
 import { accepted, created, defineRoute, noContent, ok, type Resolution, type RouteDeps, type RouteInput } from '../../framework/route.ts';
 import {
-  deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, rotateSecret, toDelivery, toWebhook, updateWebhook,
+  deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, rotateSecret, toDelivery, toWebhook, updateWebhook, type WebhookRow,
 } from './queries.ts';
 import {
   CreatedWebhook, CreateWebhook, DeliveryListQuery, DeliveryQueued, Redeliver, RotatedSecret, UpdateWebhook, Webhook,
@@ -26,6 +27,12 @@ async function checkUrl({ body, config, resolveHost }: RouteDeps & { body: unkno
     ? await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, resolve: resolveHost })
     : null;
   return { problems: problem ? [{ path: 'url', message: problem }] : [], resolved: undefined };
+}
+
+async function requireWebhook(db: Knex, accountId: string, id: string | undefined): Promise<WebhookRow> {
+  const webhook = await findWebhook(db, accountId, id ?? '');
+  if (!webhook) throw new NotFoundError('Webhook');
+  return webhook;
 }
 
 /** Handlers that encrypt secrets need the key; web and worker refuse to start without it. */
@@ -82,8 +89,7 @@ export const webhookRoutes = [
     success: { status: 204, description: 'Deleted' },
     errors: notFound,
     handler: async ({ db, auth, params }) => {
-      const found = await findWebhook(db, auth.accountId, params.id ?? '');
-      if (!found || !(await deleteWebhook(db, auth.accountId, found.id))) throw new NotFoundError('Webhook');
+      if (!(await deleteWebhook(db, auth.accountId, (await requireWebhook(db, auth.accountId, params.id)).id))) throw new NotFoundError('Webhook');
       return noContent();
     },
   }),
@@ -97,8 +103,7 @@ export const webhookRoutes = [
     success: { status: 200, description: 'A page of attempts', schema: listOf('WebhookDelivery', WebhookDelivery), list: true },
     errors: notFound,
     handler: async ({ db, auth, params, query, ctx }) => {
-      const webhook = await findWebhook(db, auth.accountId, params.id ?? '');
-      if (!webhook) throw new NotFoundError('Webhook');
+      const webhook = await requireWebhook(db, auth.accountId, params.id);
       const page = pageRequest(query, { descending: true });
       return pageReply(ctx, page, await listDeliveries(db, auth.accountId, webhook.id, query, page), toDelivery);
     },
@@ -112,8 +117,7 @@ export const webhookRoutes = [
     success: { status: 202, description: 'The ping is on its way', schema: DeliveryQueued },
     errors: notFound,
     handler: async ({ db, auth, params }) => accepted(await db.transaction(async (trx) => {
-      const webhook = await findWebhook(trx, auth.accountId, params.id ?? '');
-      if (!webhook) throw new NotFoundError('Webhook');
+      const webhook = await requireWebhook(trx, auth.accountId, params.id);
       const event = await recordPing(trx, auth.accountId, webhook.id);
       return { eventId: event.id };
     })),
@@ -128,8 +132,7 @@ export const webhookRoutes = [
     success: { status: 202, description: 'The delivery is on its way', schema: DeliveryQueued },
     errors: { 404: 'No such webhook, or no such event, in this account' },
     handler: async ({ db, auth, params, body }) => accepted(await db.transaction(async (trx) => {
-      const webhook = await findWebhook(trx, auth.accountId, params.id ?? '');
-      if (!webhook) throw new NotFoundError('Webhook');
+      const webhook = await requireWebhook(trx, auth.accountId, params.id);
       const event = await findOwned(trx, 'events', auth.accountId, body.eventId);
       if (!event) throw new NotFoundError('Event');
       await dispatchTo(trx, auth.accountId, webhook.id, event.id, deliveryJob({ webhookId: webhook.id, eventId: event.id, redelivery: true }));
