@@ -7,6 +7,7 @@ import * as stock from './migrations/002_stock.ts';
 import * as salesOrders from './migrations/003_sales_orders.ts';
 import * as purchasing from './migrations/004_purchasing.ts';
 import * as webhooks from './migrations/005_webhooks.ts';
+import * as deliveryKinds from './migrations/007_delivery_kinds.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003_sales_orders': salesOrders,
   '004_purchasing': purchasing,
   '005_webhooks': webhooks,
+  '007_delivery_kinds': deliveryKinds,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -116,6 +116,7 @@ async function record(deps: DeliverDeps, job: DeliverWebhookPayload, target: Tar
       error: result.error ?? (outcome.ok ? null : `HTTP ${result.status}`),
       duration_ms: result.durationMs,
       response_body: result.body ?? null,
+      redelivery: !scheduled,
     });
 
     const [webhook] = await trx('webhooks')
