@@ -10,6 +10,7 @@ import { addJobs, deliveryJob, isDeliverWebhookPayload, type DeliverWebhookPaylo
 import { decryptSecret, signatureHeader } from '../shared/webhook-secrets.ts';
 import { urlProblem } from '../shared/webhook-urls.ts';
 import type { Poster, PostResult } from './http-post.ts';
+import type { OriginSlots } from './origin-slots.ts';
 
 const USER_AGENT = `Stockroom-Webhooks/${pkg.version}`;
 
@@ -23,6 +24,7 @@ const MAX_RETRY_AFTER_S = 24 * 3600;
 export interface DeliverDeps {
   db: Db;
   poster: Poster;
+  originSlots: OriginSlots;
   secretKey: Buffer;
   timeoutMs: number;
   allowInsecure: boolean;
@@ -133,7 +135,8 @@ async function record(deps: DeliverDeps, job: DeliverWebhookPayload, target: Tar
     const delays = deps.retryDelaysMs ?? RETRY_DELAYS_S.map((s) => s * 1000);
     const next = dispatch.retry as number;
     if (scheduled && !outcome.ok && webhook?.enabled && next <= delays.length) {
-      const delayMs = outcome.retryAfterS !== undefined ? outcome.retryAfterS * 1000 : delays[next - 1]!;
+      // An attempt cut short by a shutting-down worker is no fault of the receiver's: another worker tries at once.
+      const delayMs = result.aborted ? 0 : outcome.retryAfterS !== undefined ? outcome.retryAfterS * 1000 : delays[next - 1]!;
       await addJobs(trx, [deliveryJob({ webhookId: job.webhookId, eventId: job.eventId, retry: next }, new Date(Date.now() + delayMs))]);
     }
   });
@@ -155,24 +158,39 @@ export function makeDeliverWebhook(deps: DeliverDeps): Task {
     // The webhook deleted or disabled since: nothing to send.
     const target = await loadTarget(deps.db, payload);
     if (!target || !target.enabled) return;
-    const claimed = await claim(deps.db, payload, leaseMs);
-    if (claimed === 'done') return;
-    // Another job is mid-attempt on this dispatch. Failing hands this job back to graphile-worker, which runs it
-    // again shortly; by then it will see whether anything is left to send.
-    if (claimed === 'busy') throw new Error('another attempt of this delivery is in flight');
-
-    const body = JSON.stringify({ id: payload.eventId, type: target.event_type, createdAt: target.event_created_at.toISOString(), data: target.event_data });
-    const timestamp = Math.floor(Date.now() / 1000);
-    const problem = urlProblem(target.url, deps.allowInsecure);
-    const result = problem
-      ? { error: `refused to deliver: the URL ${problem}`, durationMs: 0 }
-      : await deps.poster.post(target.url, {
-        'Content-Type': 'application/json',
-        'User-Agent': USER_AGENT,
-        'webhook-id': payload.eventId,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatureHeader(secretsOf(deps, target), payload.eventId, timestamp, body),
-      }, body);
-    await record(deps, payload, target, result, judge(result));
+    // Its origin has its share of this worker's slots in flight: come back later, without an attempt. A job with
+    // the same key replaces this one (graphile-worker lets the running one complete without its key).
+    const slot = deps.originSlots.take(URL.parse(target.url)?.origin ?? target.url);
+    if ('retryInMs' in slot) {
+      await addJobs(deps.db, [deliveryJob(payload, new Date(Date.now() + slot.retryInMs))]);
+      return;
+    }
+    try {
+      await attempt(deps, payload, target, leaseMs, helpers.abortSignal);
+    } finally {
+      slot.release();
+    }
   };
+}
+
+async function attempt(deps: DeliverDeps, payload: DeliverWebhookPayload, target: Target, leaseMs: number, signal: AbortSignal): Promise<void> {
+  const claimed = await claim(deps.db, payload, leaseMs);
+  if (claimed === 'done') return;
+  // Another job is mid-attempt on this dispatch. Failing hands this job back to graphile-worker, which runs it
+  // again shortly; by then it will see whether anything is left to send.
+  if (claimed === 'busy') throw new Error('another attempt of this delivery is in flight');
+
+  const body = JSON.stringify({ id: payload.eventId, type: target.event_type, createdAt: target.event_created_at.toISOString(), data: target.event_data });
+  const timestamp = Math.floor(Date.now() / 1000);
+  const problem = urlProblem(target.url, deps.allowInsecure);
+  const result = problem
+    ? { error: `refused to deliver: the URL ${problem}`, durationMs: 0 }
+    : await deps.poster.post(target.url, {
+      'Content-Type': 'application/json',
+      'User-Agent': USER_AGENT,
+      'webhook-id': payload.eventId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(secretsOf(deps, target), payload.eventId, timestamp, body),
+    }, body, signal);
+  await record(deps, payload, target, result, judge(result));
 }

@@ -8,6 +8,7 @@ import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhoo
 import { makeDispatchEvent } from './events__dispatch.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { createPoster } from './http-post.ts';
+import { createOriginSlots } from './origin-slots.ts';
 import { makeDeliverWebhook } from './webhooks__deliver.ts';
 import { makePruneDeliveries } from './webhooks__prune.ts';
 
@@ -42,12 +43,16 @@ export async function startWorker(config: Config, connectionString: string, logg
     concurrency: config.workerConcurrency,
     // Signals are handled by our own shutdown so that the worker stops before the database pool closes.
     noHandleSignals: true,
+    // On stop, deliveries still running after half the shutdown time are aborted and handed to another worker
+    // at once (see webhooks__deliver), so that the process exits within SHUTDOWN_TIMEOUT_MS.
+    gracefulShutdownAbortTimeout: Math.floor(config.shutdownTimeoutMs / 2),
     logger: toWorkerLogger(logger),
     events,
     taskList: {
       [DISPATCH_EVENT_TASK]: makeDispatchEvent(db),
       [DELIVER_WEBHOOK_TASK]: makeDeliverWebhook({
         db, poster,
+        originSlots: createOriginSlots(config.webhookMaxPerOrigin, config.webhookTimeoutMs),
         secretKey: config.webhookSecretKey,
         timeoutMs: config.webhookTimeoutMs,
         allowInsecure: config.allowInsecureWebhookUrls,
