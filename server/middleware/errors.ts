@@ -23,8 +23,9 @@ const DB_UNAVAILABLE_CODES = new Set([
   '08000', '08001', '08003', '08004', '08006', '57P01', '57P02', '57P03', '53300',
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN',
 ]);
-// pg and knex say so in words only: a dropped connection, a connect or pool-acquire timeout.
-const DB_UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Knex: Timeout acquiring a connection)/;
+// pg and knex say so in words only: a dropped connection, a connect or pool-acquire timeout. Knex puts the SQL
+// first ("select ... - Connection terminated unexpectedly").
+const DB_UNAVAILABLE_MESSAGES = /(^|\s-\s)(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Knex: Timeout acquiring a connection)/;
 export const DB_RETRY_AFTER_S = 2;
 
 function isDatabaseUnavailable(error: HttpLikeError): boolean {
