@@ -160,7 +160,7 @@ export function makeDeliverWebhook(deps: DeliverDeps): Task {
     if (!target || !target.enabled) return;
     // Its origin has its share of this worker's slots in flight: come back later, without an attempt. A job with
     // the same key replaces this one (graphile-worker lets the running one complete without its key).
-    const slot = deps.originSlots.take(URL.parse(target.url)?.origin ?? target.url);
+    const slot = await deps.originSlots.take(URL.parse(target.url)?.origin ?? target.url);
     if ('retryInMs' in slot) {
       await addJobs(deps.db, [deliveryJob(payload, new Date(Date.now() + slot.retryInMs))]);
       return;
