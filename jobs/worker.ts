@@ -46,6 +46,10 @@ export async function startWorker(config: Config, connectionString: string, logg
     // On stop, deliveries still running after half the shutdown time are aborted and handed to another worker
     // at once (see webhooks__deliver), so that the process exits within SHUTDOWN_TIMEOUT_MS.
     gracefulShutdownAbortTimeout: Math.floor(config.shutdownTimeoutMs / 2),
+    // Unbatched, graphile-worker 0.18 does not wait for the last jobs' completions when it stops, and the process
+    // exits with them still locked (until the heartbeat sweep). Batches of one tick are flushed on stop; a crash
+    // can lose at most that tick's completions, and every task is safe to run again.
+    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
     logger: toWorkerLogger(logger),
     events,
     taskList: {

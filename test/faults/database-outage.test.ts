@@ -5,7 +5,7 @@ import test from 'ava';
 import { createDb } from '../../db/knex.ts';
 import { client } from '../helpers/client.ts';
 import { ledgerMismatches } from '../helpers/ledger.ts';
-import { eventually } from '../helpers/receiver.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { baseUrlOf, load, newKey, ownPostgres, runConsistencyCheck, sleep, startWeb } from './support.ts';
 
 const OUTAGE_MS = 5000;

@@ -2,7 +2,7 @@
 // subscriptions' events are still delivered at once, because one origin holds only a share of a worker's slots.
 import test from 'ava';
 import { useHarness } from '../helpers/harness.ts';
-import { eventually } from '../helpers/receiver.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { localReceiver, runConsistencyCheck, startWorkerProcess } from './support.ts';
 
 const h = useHarness(test);

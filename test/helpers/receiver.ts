@@ -1,6 +1,8 @@
 // Webhook receivers for tests: nock interceptors that record what arrives and answer as the test says.
 import nock from 'nock';
 
+export { eventually } from './eventually.ts';
+
 export interface Received {
   headers: Record<string, string>;
   body: string;
@@ -45,14 +47,4 @@ export function receiver(answer: (n: number, request: Received) => Answer | Prom
     },
     stop: () => scope.persist(false),
   };
-}
-
-/** Waits until `check` holds, polling; false on timeout. */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return false;
 }
