@@ -94,7 +94,7 @@ export async function localReceiver(behave: (eventId: string) => Behaviour = () 
 }
 
 export const startWeb = (databaseUrl: string, env: Record<string, string> = {}): Promise<Started> =>
-  startProcess('server/main.ts', 'web listening', { DATABASE_URL: databaseUrl, RATE_LIMIT_PER_KEY: '1000000', ...env });
+  startProcess('server/main.ts', 'web listening', { DATABASE_URL: databaseUrl, RATE_LIMIT_PER_KEY: '1000000', ALLOW_INSECURE_WEBHOOK_URLS: 'true', ...env });
 
 export const startWorkerProcess = (databaseUrl: string, env: Record<string, string> = {}): Promise<Started> =>
   startProcess('jobs/main.ts', 'worker started', { DATABASE_URL: databaseUrl, ALLOW_INSECURE_WEBHOOK_URLS: 'true', ...env });
