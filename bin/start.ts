@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createDb } from '../db/knex.ts';
-import { resolveDatabase } from '../db/local.ts';
+import { reachableDataDir } from '../db/embedded.ts';
+import { resolveDatabase, type LocalDatabase } from '../db/local.ts';
 import { migrateLatest } from '../db/migrations.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { API_PREFIX } from '../server/framework/openapi.ts';
@@ -30,11 +31,12 @@ const loaded = loadConfigOrExit();
 const config = { ...loaded, webhookSecretKey: loaded.webhookSecretKey ?? localWebhookKey(loaded.embeddedPgDir) };
 const logger = createLogger(config.logLevel, 'stockroom');
 
-if (!config.databaseUrl) say(`No DATABASE_URL: using the embedded PostgreSQL in ${config.embeddedPgDir} (port ${config.embeddedPgPort})...`);
-const database = await resolveDatabase(config, (message) => logger.debug({ postgres: message.trim() }, 'postgres'));
-const stopDatabase = async () => { await database.server?.stop(); };
+let database: LocalDatabase | undefined;
+const stopDatabase = async () => { await database?.server?.stop(); };
 
 try {
+  if (!config.databaseUrl) say(`No DATABASE_URL: using the embedded PostgreSQL in ${reachableDataDir(config.embeddedPgDir)} (port ${config.embeddedPgPort})...`);
+  database = await resolveDatabase(config, (message) => logger.debug({ postgres: message.trim() }, 'postgres'));
   const applied = await migrateLatest(database.url);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
 
