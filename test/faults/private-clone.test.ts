@@ -32,7 +32,8 @@ function run(command: string[], cwd: string, env: Record<string, string>) {
   let output = '';
   child.stdout.on('data', (chunk) => { output += chunk; });
   child.stderr.on('data', (chunk) => { output += chunk; });
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  // 'close': every process holding its output (npm and the node under it) has exited.
+  const exited = once(child, 'close').then(([code]) => code as number | null);
   return { child, exited, output: () => output };
 }
 
