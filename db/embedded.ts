@@ -59,7 +59,8 @@ function reachableBinaries(packageDir: string): string {
  */
 export function reachableDataDir(dataDir: string): string {
   const wanted = resolve(dataDir);
-  if (!isRoot() || reachableByOthers(join(wanted, 'PG_VERSION'))) return wanted;
+  // The folder itself belongs to the postgres user (mode 700); the folders above it must let that user through.
+  if (!isRoot() || reachableByOthers(wanted)) return wanted;
   const name = createHash('sha256').update(wanted).digest('hex').slice(0, 12);
   return join(sharedDir('data'), `${parse(wanted).base}-${name}`);
 }
