@@ -3,7 +3,7 @@ import { run, type Runner, type WorkerEvents } from 'graphile-worker';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
-import { toWorkerLogger, type Logger } from '../shared/logger.ts';
+import { toKnexLogger, toWorkerLogger, type Logger } from '../shared/logger.ts';
 import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import { makeDispatchEvent } from './events__dispatch.ts';
 import { startHeartbeat } from './heartbeat.ts';
@@ -28,7 +28,7 @@ const PRUNE_TASK = 'webhooks__prune';
 
 export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
   if (!config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not set: the worker needs it to sign webhook deliveries');
-  const db = createDb(connectionString, config.workerConcurrency + 2);
+  const db = createDb(connectionString, config.workerConcurrency + 2, toKnexLogger(logger));
   const poster = createPoster({
     timeoutMs: config.webhookTimeoutMs,
     // In development receivers may live on this machine; otherwise only public addresses are connected to.

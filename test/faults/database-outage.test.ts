@@ -64,6 +64,7 @@ test('a PostgreSQL restart under write load: fast 503s, recovery without a resta
     t.deepEqual(answer, { body: { error: 'The database is unavailable; retry shortly' }, retryAfter: '2' });
   }
   t.is(healthDown.status, 503);
+  t.deepEqual(web.lines.filter((line) => line.trim() && !line.startsWith('{')), [], 'the web process logged JSON only');
   t.true(recovered, 'the same web process serves again');
   const firstServed = Math.min(...results.filter((r) => r.status === 201 && r.at > restarted).map((r) => r.at));
   t.true(Number.isFinite(firstServed), 'writes succeed again after the restart');
