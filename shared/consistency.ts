@@ -6,8 +6,9 @@
 //   created or changed before the event, unless its fan-out job is still pending. (A subscription changed after
 //   the event cannot tell what it wanted then; it is left out.)
 // - Delivery: every dispatch is acknowledged, or has the job of its next scheduled attempt pending (the job whose
-//   key carries the dispatch's `retry`), or has used up the retry schedule, or belongs to a disabled subscription
-//   (which is sent nothing until re-enabled). No job has failed for good.
+//   key carries the dispatch's `retry`) or a redelivery pending, or has used up the retry schedule, or belongs to a
+//   disabled subscription (which is sent nothing until re-enabled), or was made by redeliveries alone (an event
+//   the subscription did not want, sent on request). No job has failed for good.
 // - At most once after an acknowledgement: a dispatch has at most one succeeded scheduled attempt in the delivery
 //   log, and a succeeded attempt always set `acknowledged_at`. jobs/webhooks__deliver.ts claims a scheduled attempt
 //   only while `acknowledged_at` is null, and records the success and `acknowledged_at` in one transaction, so a
@@ -79,9 +80,15 @@ export async function checkConsistency(db: Db): Promise<ConsistencyReport> {
     select d.webhook_id, d.event_id, d.retry, d.attempts
     from webhook_dispatches d join webhooks w on w.id = d.webhook_id
     where d.acknowledged_at is null and w.enabled and d.retry <= ?
+      -- Attempts made, none of them scheduled: a dispatch only redeliveries made (of an event it did not want).
+      and not (d.retry = 0 and d.attempts > 0)
       and not exists (select 1 from graphile_worker.jobs j
-                      where j.key = 'webhook:' || d.webhook_id || ':' || d.event_id || ':' || d.retry)`,
-  [RETRY_DELAYS_S.length]);
+                      where j.key = 'webhook:' || d.webhook_id || ':' || d.event_id || ':' || d.retry)
+      -- The public jobs view leaves the payload out; redelivery jobs have no key to find them by.
+      and not exists (select 1 from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+                      where t.identifier = ? and j.key is null
+                        and j.payload->>'webhookId' = d.webhook_id::text and j.payload->>'eventId' = d.event_id::text)`,
+  [RETRY_DELAYS_S.length, DELIVER_WEBHOOK_TASK]);
   for (const row of stranded) {
     problems.push(`event ${row.event_id} to webhook ${row.webhook_id} is neither acknowledged nor scheduled ` +
       `(${row.attempts} attempts, retry step ${row.retry} has no job)`);

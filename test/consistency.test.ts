@@ -43,6 +43,10 @@ test.serial('what the API and the worker wrote is consistent; each kind of damag
   for (const hook of hooks) await hook.waitFor(3);
   const acked = async () => Number((await h.db('webhook_dispatches').whereNotNull('acknowledged_at').count({ n: '*' }).first())!.n);
   t.true(await eventually(async () => (await acked()) === 6));
+  // A redelivery asked for through the API is a second success, not an event acknowledged twice.
+  const [first] = await h.db('webhook_dispatches').where({ webhook_id: webhookIds[0] }).limit(1);
+  t.is((await api.post(`/webhooks/${webhookIds[0]}/redeliver`, { eventId: first.event_id })).status, 202);
+  t.true(await eventually(async () => Number((await h.db('webhook_deliveries').where({ redelivery: true }).count({ n: '*' }).first())!.n) === 1));
   await worker.stop();
   worker = undefined;
 
