@@ -4,14 +4,15 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createDb } from '../db/knex.ts';
-import { resolveDatabase } from '../db/local.ts';
+import { reachableDataDir } from '../db/embedded.ts';
+import { resolveDatabase, type LocalDatabase } from '../db/local.ts';
 import { migrateLatest } from '../db/migrations.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { API_PREFIX } from '../server/framework/openapi.ts';
 import { startWebServer } from '../server/web.ts';
 import { countAccounts, createAccount, createApiKey } from '../shared/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger, toKnexLogger } from '../shared/logger.ts';
 import { onShutdown } from '../shared/shutdown.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -30,15 +31,16 @@ const loaded = loadConfigOrExit();
 const config = { ...loaded, webhookSecretKey: loaded.webhookSecretKey ?? localWebhookKey(loaded.embeddedPgDir) };
 const logger = createLogger(config.logLevel, 'stockroom');
 
-if (!config.databaseUrl) say(`No DATABASE_URL: using the embedded PostgreSQL in ${config.embeddedPgDir} (port ${config.embeddedPgPort})...`);
-const database = await resolveDatabase(config, (message) => logger.debug({ postgres: message.trim() }, 'postgres'));
-const stopDatabase = async () => { await database.server?.stop(); };
+let database: LocalDatabase | undefined;
+const stopDatabase = async () => { await database?.server?.stop(); };
 
 try {
+  if (!config.databaseUrl) say(`No DATABASE_URL: using the embedded PostgreSQL in ${reachableDataDir(config.embeddedPgDir)} (port ${config.embeddedPgPort})...`);
+  database = await resolveDatabase(config, (message) => logger.debug({ postgres: message.trim() }, 'postgres'));
   const applied = await migrateLatest(database.url);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
 
-  const db = createDb(database.url, config.dbPoolMax);
+  const db = createDb(database.url, config.dbPoolMax, toKnexLogger(logger));
   if ((await countAccounts(db)) === 0) {
     const { accountId } = await createAccount(db, 'Demo account', 'demo@example.com');
     const { key } = await createApiKey(db, { accountId, email: 'demo@example.com', label: 'demo' });

@@ -11,11 +11,18 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 // A date column is a calendar date: as a JS Date it would shift with the server's time zone.
 pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 
+/**
+ * How long a request waits for a database connection (a new one, or a free one from the pool) before it gives
+ * up: with PostgreSQL down or overloaded, callers get a 503 in seconds instead of hanging for knex's default 60 s.
+ */
+export const CONNECT_TIMEOUT_MS = 2000;
+
 export function createDb(connectionString: string, poolMax = 10, log?: Knex.Logger): Db {
   return knexFactory({
     client: 'pg',
-    connection: { connectionString, application_name: 'stockroom' },
+    connection: { connectionString, application_name: 'stockroom', connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
     pool: { min: 0, max: poolMax },
+    acquireConnectionTimeout: CONNECT_TIMEOUT_MS,
     log,
   });
 }

@@ -11,6 +11,8 @@ export interface PostResult {
   /** The first RESPONSE_KEEP_BYTES of the body. */
   body?: string;
   error?: string;
+  /** The worker stopped the request (it is shutting down): no fault of the receiver's. */
+  aborted?: boolean;
   durationMs: number;
 }
 
@@ -19,7 +21,7 @@ const RESPONSE_KEEP_BYTES = 1024;
 const RESPONSE_DRAIN_BYTES = 64 * 1024;
 
 export interface Poster {
-  post(url: string, headers: Record<string, string>, body: string): Promise<PostResult>;
+  post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<PostResult>;
   close(): void;
 }
 
@@ -29,7 +31,7 @@ export function createPoster(options: { timeoutMs: number; lookup?: LookupFuncti
   const agentOptions = { keepAlive: true, maxSockets: options.maxSocketsPerOrigin ?? 16, lookup: options.lookup };
   const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
 
-  function post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
+  function post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<PostResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     return new Promise((resolve) => {
@@ -38,6 +40,7 @@ export function createPoster(options: { timeoutMs: number; lookup?: LookupFuncti
         if (settled) return;
         settled = true;
         clearTimeout(deadline);
+        signal?.removeEventListener('abort', abort);
         resolve({ ...result, durationMs: elapsed() });
       };
       const target = new URL(url);
@@ -51,6 +54,12 @@ export function createPoster(options: { timeoutMs: number; lookup?: LookupFuncti
         request.destroy();
         finish({ error: `timed out after ${options.timeoutMs} ms` });
       }, options.timeoutMs);
+      const abort = () => {
+        request.destroy();
+        finish({ error: 'aborted: the worker is shutting down', aborted: true });
+      };
+      if (signal?.aborted) abort();
+      signal?.addEventListener('abort', abort);
       request.on('error', (error) => finish({ error: error.message || String(error) }));
       request.on('response', (response) => {
         const kept: Buffer[] = [];

@@ -10,6 +10,7 @@ import { deliveryJob, isDeliverWebhookPayload, type DeliverWebhookPayload } from
 import { decryptSecret, signatureHeader } from '../shared/webhook-secrets.ts';
 import { urlProblem } from '../shared/webhook-urls.ts';
 import type { Poster, PostResult } from './http-post.ts';
+import type { OriginSlots } from './origin-slots.ts';
 
 const USER_AGENT = `Stockroom-Webhooks/${pkg.version}`;
 
@@ -23,6 +24,7 @@ const MAX_RETRY_AFTER_S = 24 * 3600;
 export interface DeliverDeps {
   db: Db;
   poster: Poster;
+  originSlots: OriginSlots;
   secretKey: Buffer;
   timeoutMs: number;
   allowInsecure: boolean;
@@ -102,9 +104,10 @@ async function record(deps: DeliverDeps, job: DeliverWebhookPayload, target: Tar
   const scheduled = !job.redelivery;
   const delays = deps.retryDelaysMs ?? RETRY_DELAYS_S.map((seconds) => seconds * 1000);
   const step = job.retry ?? 0;
-  const next = scheduled && !outcome.ok && step < delays.length
-    ? [deliveryJob({ webhookId: job.webhookId, eventId: job.eventId, retry: step + 1 },
-      new Date(Date.now() + (outcome.retryAfterS !== undefined ? outcome.retryAfterS * 1000 : delays[step]!)))]
+  // An attempt cut short by a shutting-down worker is no fault of the receiver's: another worker tries at once.
+  const delayMs = result.aborted ? 0 : outcome.retryAfterS !== undefined ? outcome.retryAfterS * 1000 : delays[step];
+  const next = scheduled && !outcome.ok && delayMs !== undefined
+    ? [deliveryJob({ webhookId: job.webhookId, eventId: job.eventId, retry: step + 1 }, new Date(Date.now() + delayMs))]
     : [];
   await deps.db.raw(
     `with d as (
@@ -114,8 +117,8 @@ async function record(deps: DeliverDeps, job: DeliverWebhookPayload, target: Tar
        where webhook_id = ?::uuid and event_id = ?::uuid
        returning attempts
      ), log as (
-       insert into webhook_deliveries (account_id, webhook_id, event_id, event_type, attempt, outcome, response_status, error, duration_ms, response_body)
-       select ?::uuid, ?::uuid, ?::uuid, ?, d.attempts, ?, ?, ?, ?, ? from d
+       insert into webhook_deliveries (account_id, webhook_id, event_id, event_type, attempt, outcome, response_status, error, duration_ms, response_body, redelivery)
+       select ?::uuid, ?::uuid, ?::uuid, ?, d.attempts, ?, ?, ?, ?, ?, ? from d
      ), w as (
        update webhooks set
          failing_since = case when ? then null else coalesce(failing_since, now()) end,
@@ -131,7 +134,7 @@ async function record(deps: DeliverDeps, job: DeliverWebhookPayload, target: Tar
     [
       scheduled ? 1 : 0, outcome.ok, job.webhookId, job.eventId,
       target.account_id, job.webhookId, job.eventId, target.event_type, outcome.ok ? 'succeeded' : 'failed',
-      result.status ?? null, result.error ?? (outcome.ok ? null : `HTTP ${result.status}`), result.durationMs, result.body ?? null,
+      result.status ?? null, result.error ?? (outcome.ok ? null : `HTTP ${result.status}`), result.durationMs, result.body ?? null, !scheduled,
       outcome.ok, outcome.ok, outcome.gone, outcome.ok, outcome.gone, job.webhookId, outcome.ok,
       JSON.stringify(next),
     ],
@@ -142,6 +145,16 @@ function secretsOf(deps: DeliverDeps, target: Target): string[] {
   const current = decryptSecret(deps.secretKey, target.secret_encrypted);
   if (!target.previous_secret_valid || !target.previous_secret_encrypted) return [current];
   return [current, decryptSecret(deps.secretKey, target.previous_secret_encrypted)];
+}
+
+/** Gives the lease back and puts the job back in the queue for later, without an attempt: one statement. */
+async function postpone(db: Db, job: DeliverWebhookPayload, delayMs: number): Promise<void> {
+  const due = dueDispatch(job);
+  await db.raw(
+    `with released as (update webhook_dispatches d set leased_until = null where ${due.sql} returning 1)
+     select 1 from graphile_worker.add_jobs(array(select json_populate_recordset(null::graphile_worker.job_spec, ?::json)))`,
+    [...due.bindings, JSON.stringify([deliveryJob(job, new Date(Date.now() + delayMs))])],
+  );
 }
 
 export function makeDeliverWebhook(deps: DeliverDeps): Task {
@@ -157,18 +170,26 @@ export function makeDeliverWebhook(deps: DeliverDeps): Task {
     // again shortly; by then it will see whether anything is left to send.
     if (target === 'busy') throw new Error('another attempt of this delivery is in flight');
 
-    const body = JSON.stringify({ id: payload.eventId, type: target.event_type, createdAt: target.event_created_at.toISOString(), data: target.event_data });
-    const timestamp = Math.floor(Date.now() / 1000);
-    const problem = urlProblem(target.url, deps.allowInsecure);
-    const result = problem
-      ? { error: `refused to deliver: the URL ${problem}`, durationMs: 0 }
-      : await deps.poster.post(target.url, {
-        'Content-Type': 'application/json',
-        'User-Agent': USER_AGENT,
-        'webhook-id': payload.eventId,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatureHeader(secretsOf(deps, target), payload.eventId, timestamp, body),
-      }, body);
-    await record(deps, payload, target, result, judge(result));
+    // Its origin holds its share of this worker's slots: come back later, without an attempt. A job with the same
+    // key replaces this one (graphile-worker lets the running one complete without its key).
+    const slot = await deps.originSlots.take(URL.parse(target.url)?.origin ?? target.url);
+    if ('retryInMs' in slot) return postpone(deps.db, payload, slot.retryInMs);
+    try {
+      const body = JSON.stringify({ id: payload.eventId, type: target.event_type, createdAt: target.event_created_at.toISOString(), data: target.event_data });
+      const timestamp = Math.floor(Date.now() / 1000);
+      const problem = urlProblem(target.url, deps.allowInsecure);
+      const result = problem
+        ? { error: `refused to deliver: the URL ${problem}`, durationMs: 0 }
+        : await deps.poster.post(target.url, {
+          'Content-Type': 'application/json',
+          'User-Agent': USER_AGENT,
+          'webhook-id': payload.eventId,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signatureHeader(secretsOf(deps, target), payload.eventId, timestamp, body),
+        }, body, helpers.abortSignal);
+      await record(deps, payload, target, result, judge(result));
+    } finally {
+      slot.release();
+    }
   };
 }

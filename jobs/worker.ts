@@ -3,12 +3,13 @@ import { run, type Runner, type WorkerEvents } from 'graphile-worker';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
-import { toWorkerLogger, type Logger } from '../shared/logger.ts';
+import { toKnexLogger, toWorkerLogger, type Logger } from '../shared/logger.ts';
 import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import { makeDispatchEvent } from './events__dispatch.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { createPoster } from './http-post.ts';
 import { makePruneIdempotencyKeys } from './idempotency__prune.ts';
+import { createOriginSlots } from './origin-slots.ts';
 import { makeDeliverWebhook } from './webhooks__deliver.ts';
 import { makePruneDeliveries } from './webhooks__prune.ts';
 
@@ -29,7 +30,7 @@ const PRUNE_KEYS_TASK = 'idempotency__prune';
 
 export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
   if (!config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not set: the worker needs it to sign webhook deliveries');
-  const db = createDb(connectionString, config.workerConcurrency + 2);
+  const db = createDb(connectionString, config.workerConcurrency + 2, toKnexLogger(logger));
   const poster = createPoster({
     timeoutMs: config.webhookTimeoutMs,
     // In development receivers may live on this machine; otherwise only public addresses are connected to.
@@ -45,21 +46,28 @@ export async function startWorker(config: Config, connectionString: string, logg
     maxPoolSize: config.workerConcurrency + 2,
     preset: {
       worker: {
-        // Jobs are fetched and completed in batches: a delivery costs the queue a fraction of a round trip. A batch
-        // stays locked by this pool until it is done; if the process dies, heartbeat.ts releases it.
+        // Jobs are fetched in batches: a delivery costs the queue a fraction of a round trip. A batch stays locked
+        // by this pool until it is done; if the process dies, heartbeat.ts releases it.
         localQueue: { size: config.workerConcurrency * 4 },
+        // Completions are batched over one tick, and flushed on stop: unbatched, graphile-worker 0.18 does not wait
+        // for the last completions when it stops, leaving those jobs locked until the heartbeat sweep. A crash can
+        // lose at most one tick's completions, and every task is safe to run again.
         completeJobBatchDelay: 0,
         failJobBatchDelay: 0,
       },
     },
     // Signals are handled by our own shutdown so that the worker stops before the database pool closes.
     noHandleSignals: true,
+    // On stop, deliveries still running after half the shutdown time are aborted and handed to another worker
+    // at once (see webhooks__deliver), so that the process exits within SHUTDOWN_TIMEOUT_MS.
+    gracefulShutdownAbortTimeout: Math.floor(config.shutdownTimeoutMs / 2),
     logger: toWorkerLogger(logger),
     events,
     taskList: {
       [DISPATCH_EVENT_TASK]: makeDispatchEvent(db),
       [DELIVER_WEBHOOK_TASK]: makeDeliverWebhook({
         db, poster,
+        originSlots: createOriginSlots(config.webhookMaxPerOrigin, config.webhookTimeoutMs),
         secretKey: config.webhookSecretKey,
         timeoutMs: config.webhookTimeoutMs,
         allowInsecure: config.allowInsecureWebhookUrls,

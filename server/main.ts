@@ -1,13 +1,13 @@
 // `npm run web`: the API alone, against DATABASE_URL.
 import { createDb } from '../db/knex.ts';
 import { loadConfigOrExit, requireDeploymentSettings } from '../shared/config.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger, toKnexLogger } from '../shared/logger.ts';
 import { onShutdown } from '../shared/shutdown.ts';
 import { startWebServer } from './web.ts';
 
 const config = requireDeploymentSettings(loadConfigOrExit(), 'npm run web');
 const logger = createLogger(config.logLevel, 'web');
-const db = createDb(config.databaseUrl, config.dbPoolMax);
+const db = createDb(config.databaseUrl, config.dbPoolMax, toKnexLogger(logger));
 const web = await startWebServer(config, db, logger);
 logger.info({ port: web.port }, 'web listening');
 onShutdown(logger, config.shutdownTimeoutMs, web.close, () => db.destroy());

@@ -51,13 +51,24 @@ export function createHttpServer(app: Koa<AppState>, config: Pick<Config, 'reque
 export async function startWebServer(config: Config, db: Db, logger: Logger): Promise<WebServer> {
   const server = createHttpServer(createApp({ db, config, logger }), config).listen(config.port, config.host);
   await once(server, 'listening');
+  let closing = false;
+  // A request that arrives on a kept-alive connection during the shutdown is answered with Connection: close.
+  server.prependListener('request', (_request, response) => { if (closing) response.shouldKeepAlive = false; });
   return {
     server,
     port: (server.address() as AddressInfo).port,
     close: async () => {
+      closing = true;
       const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+      // Connections busy when the shutdown began keep their keep-alive: close each as soon as it falls idle,
+      // rather than waiting out the keep-alive timeout.
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
-      await closed;
+      try {
+        await closed;
+      } finally {
+        clearInterval(sweep);
+      }
     },
   };
 }

@@ -17,6 +17,8 @@ export interface Config {
   dbPoolMax: number;
   shutdownTimeoutMs: number;
   workerConcurrency: number;
+  /** Of a worker's slots, how many deliveries to one receiver origin may hold at once. */
+  webhookMaxPerOrigin: number;
   embeddedPgDir: string;
   embeddedPgPort: number;
   /** Encrypts webhook signing secrets at rest (32 bytes). Required by web and worker; `npm start` makes one. */
@@ -71,6 +73,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const workerConcurrency = readInt(env, 'WORKER_CONCURRENCY', 10);
   return Object.freeze({
     databaseUrl: readString(env, 'DATABASE_URL'),
     port: readInt(env, 'PORT', 3000, 0),
@@ -85,7 +88,9 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: readInt(env, 'REQUEST_TIMEOUT_MS', 30_000),
     dbPoolMax: readInt(env, 'DB_POOL_MAX', 10),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
-    workerConcurrency: readInt(env, 'WORKER_CONCURRENCY', 5),
+    workerConcurrency,
+    // A quarter of the slots by default: it takes four hanging receivers to hold up everyone else.
+    webhookMaxPerOrigin: readInt(env, 'WEBHOOK_MAX_PER_ORIGIN', Math.ceil(workerConcurrency / 4)),
     embeddedPgDir: readString(env, 'EMBEDDED_PG_DIR') ?? '.data/postgres',
     embeddedPgPort: readInt(env, 'EMBEDDED_PG_PORT', 54329),
     webhookSecretKey: readKey(env, 'WEBHOOK_SECRET_KEY'),

@@ -1,4 +1,5 @@
 import { Logger as WorkerLogger } from 'graphile-worker';
+import type { Knex } from 'knex';
 import { pino, type Logger } from 'pino';
 
 export type { Logger };
@@ -35,4 +36,15 @@ export function toWorkerLogger(logger: Logger): WorkerLogger {
       child[WORKER_LEVELS[level] ?? 'info'](meta ?? {}, message);
     };
   });
+}
+
+/** knex's own warnings (a pooled connection that died with the database, say) as JSON lines, not console text. */
+export function toKnexLogger(logger: Logger): Knex.Logger {
+  const db = logger.child({ component: 'knex' });
+  return {
+    warn: (message) => db.warn(String(message)),
+    error: (message) => db.error(String(message)),
+    debug: (message) => db.debug(String(message)),
+    deprecate: (method, alternative) => db.warn(`${method} is deprecated: use ${alternative}`),
+  };
 }

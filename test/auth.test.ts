@@ -1,6 +1,7 @@
 import test from 'ava';
 import { createDb } from '../db/knex.ts';
 import { revokeApiKey } from '../shared/accounts.ts';
+import { withDatabase } from './helpers/database.ts';
 import { useHarness } from './helpers/harness.ts';
 
 const h = useHarness(test);
@@ -117,8 +118,9 @@ test('a body over the limit is a 413 and nothing is written', async (t) => {
 });
 
 test('a fault is a 500 with the request id and no stack; /health says 503', async (t) => {
+  // A database that answers but does not exist: an unexpected fault, not an outage.
   const quiet = () => {};
-  const broken = createDb('postgres://nobody:wrong@127.0.0.1:1/none', 1, { warn: quiet, error: quiet });
+  const broken = createDb(withDatabase(h.databaseUrl, 'no_such_database'), 1, { warn: quiet, error: quiet });
   const app = await h.startApp({}, { db: broken });
   const { status, body, headers } = await app.api('srk_anything').get('/items');
   t.is(status, 500);
@@ -129,6 +131,20 @@ test('a fault is a 500 with the request id and no stack; /health says 503', asyn
   t.is((await h.app.api().get('~/health')).status, 200);
   t.deepEqual((await h.app.api().get('~/health')).body, { status: 'ok' });
   await broken.destroy();
+});
+
+test('an unreachable database is a fast 503 with Retry-After, not a 500 or a hang', async (t) => {
+  const quiet = () => {};
+  const unreachable = createDb('postgres://nobody:wrong@127.0.0.1:1/none', 1, { warn: quiet, error: quiet });
+  const app = await h.startApp({}, { db: unreachable });
+  const started = Date.now();
+  const { status, body, headers } = await app.api('srk_anything').post('/items', { sku: 'DOWN', name: 'Written while down' });
+  t.is(status, 503);
+  t.deepEqual(body, { error: 'The database is unavailable; retry shortly' });
+  t.is(headers.get('retry-after'), '2');
+  t.true(Date.now() - started < 3000, `answered in ${Date.now() - started} ms`);
+  t.is((await app.api().get('~/health')).status, 503);
+  await unreachable.destroy();
 });
 
 test('with REQUIRE_HTTPS behind a trusted proxy, plain HTTP is a 403 and the key is not looked up', async (t) => {

@@ -23,7 +23,7 @@ test('the document lists every route with its statuses, the X-API-Key scheme and
     const operation = body.paths[route.path]?.[route.method];
     t.truthy(operation, `${route.method} ${route.path}`);
     const statuses = Object.keys(operation.responses);
-    for (const status of [String(route.success.status), '400', '401', '429', '500']) t.true(statuses.includes(status), `${route.operationId} ${status}`);
+    for (const status of [String(route.success.status), '400', '401', '429', '500', '503']) t.true(statuses.includes(status), `${route.operationId} ${status}`);
     if (route.body) t.true(statuses.includes('413') && statuses.includes('415'));
     if (route.path.includes('{id}')) t.true(statuses.includes('404'), `${route.operationId} 404`);
   }

@@ -6,7 +6,10 @@ import { migrateLatest } from '../db/migrations.ts';
 import { createDatabase, dropDatabase, startScratchServer } from './helpers/database.ts';
 
 const started = performance.now();
-const server = await startScratchServer('test');
+const server = await startScratchServer('test').catch((error: Error) => {
+  process.stderr.write(`Could not start a PostgreSQL for the tests: ${error.message}\n`);
+  process.exit(1);
+});
 if (server.embedded) process.stdout.write(`Embedded PostgreSQL for the tests started in ${Math.round(performance.now() - started)} ms\n`);
 
 const template = `stockroom_test_template_${process.pid}`;

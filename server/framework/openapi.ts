@@ -109,6 +109,11 @@ const RESPONSES = {
     headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
     content: errorBody('Rate limit exceeded'),
   },
+  ServiceUnavailable: {
+    description: 'The database could not be reached (a restart, a failover): retry after `Retry-After` seconds',
+    headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+    content: errorBody('The database is unavailable; retry shortly'),
+  },
   InternalError: {
     description: 'An unexpected fault; quote `requestId` when reporting it',
     content: {
@@ -204,6 +209,7 @@ function responses(route: AnyRoute, components: Components): Record<string, unkn
   out[431] = { $ref: '#/components/responses/HeadersTooLarge' };
   out[429] = { $ref: '#/components/responses/TooManyRequests' };
   out[500] = { $ref: '#/components/responses/InternalError' };
+  out[503] = { $ref: '#/components/responses/ServiceUnavailable' };
   return out;
 }
 

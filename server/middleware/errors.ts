@@ -17,6 +17,21 @@ interface HttpLikeError {
 // Postgres error codes that mean the request, not the server, is at fault.
 const PG_CONFLICT = new Set(['23505', '40001', '40P01']);
 
+// The database cannot be reached, or is going away: PostgreSQL's connection exceptions (08...), shutting down or
+// starting up (57P01-57P03), out of connections (53300), and the socket errors of a server that is not there.
+const DB_UNAVAILABLE_CODES = new Set([
+  '08000', '08001', '08003', '08004', '08006', '57P01', '57P02', '57P03', '53300',
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN',
+]);
+// pg and knex say so in words only: a dropped connection, a connect or pool-acquire timeout. Knex puts the SQL
+// first ("select ... - Connection terminated unexpectedly").
+const DB_UNAVAILABLE_MESSAGES = /(^|\s-\s)(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Knex: Timeout acquiring a connection)/;
+export const DB_RETRY_AFTER_S = 2;
+
+function isDatabaseUnavailable(error: HttpLikeError): boolean {
+  return (error.code !== undefined && DB_UNAVAILABLE_CODES.has(error.code)) || DB_UNAVAILABLE_MESSAGES.test(error.message ?? '');
+}
+
 function toApiError(error: HttpLikeError): ApiError | null {
   const status = error.status ?? error.statusCode;
   if (error instanceof SyntaxError || error.type === 'entity.parse.failed') {
@@ -24,6 +39,7 @@ function toApiError(error: HttpLikeError): ApiError | null {
   }
   if (status === 413) return new ApiError(413, 'Request body is too large');
   if (status === 415) return new ApiError(415, error.message ?? 'Unsupported media type');
+  if (isDatabaseUnavailable(error)) return new ApiError(503, 'The database is unavailable; retry shortly');
   if (error.code && PG_CONFLICT.has(error.code)) {
     return new ApiError(409, error.code === '23505' ? 'A record with these values already exists' : 'The request conflicted with a concurrent change; retry it');
   }
@@ -54,6 +70,10 @@ export async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
     const error = (thrown ?? {}) as HttpLikeError;
     const apiError = thrown instanceof ApiError ? thrown : toApiError(error);
     for (const [name, value] of Object.entries(error.headers ?? {})) ctx.set(name, value);
+    if (apiError?.status === 503) {
+      ctx.set('Retry-After', String(DB_RETRY_AFTER_S));
+      ctx.state.log.warn({ err: thrown }, 'database unavailable');
+    }
     if (apiError) {
       ctx.status = apiError.status;
       ctx.body = apiError.toBody();

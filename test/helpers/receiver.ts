@@ -3,6 +3,8 @@
 import nock from 'nock';
 import { checkDelivery } from './contract.ts';
 
+export { eventually } from './eventually.ts';
+
 export interface Received {
   headers: Record<string, string>;
   body: string;
@@ -55,14 +57,4 @@ export function receiver(answer: (n: number, request: Received) => Answer | Prom
     },
     stop: () => scope.persist(false),
   };
-}
-
-/** Waits until `check` holds, polling; false on timeout. */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return false;
 }

@@ -1,0 +1,120 @@
+// What `npm run check:consistency` verifies: the promises the service makes, checked on the data as it stands.
+//
+// - Stock: every level equals the sum of its movements (and a movement never exists without its level), and no
+//   level is negative.
+// - Fan-out: every event has a dispatch row for each enabled subscription that wanted its kind and was last
+//   created or changed before the event, unless its fan-out job is still pending. (A subscription changed after
+//   the event cannot tell what it wanted then; it is left out.)
+// - Delivery: every dispatch is acknowledged, or has the job of its next scheduled attempt pending (the job whose
+//   key carries the dispatch's `retry`) or a redelivery pending, or has used up the retry schedule, or belongs to a
+//   disabled subscription (which is sent nothing until re-enabled), or was made by redeliveries alone (an event
+//   the subscription did not want, sent on request). No job has failed for good.
+// - At most once after an acknowledgement: a dispatch has at most one succeeded scheduled attempt in the delivery
+//   log, and a succeeded attempt always set `acknowledged_at`. jobs/webhooks__deliver.ts claims a scheduled attempt
+//   only while `acknowledged_at` is null, and records the success and `acknowledged_at` in one transaction, so a
+//   second success of a scheduled attempt is an event acknowledged twice. Explicit redeliveries (the log's
+//   `redelivery`) are asked for and do not count. A receiver that answered 2xx to an attempt whose worker died
+//   before recording it gets the event again: that is the at-least-once promise, and only the receiver (by the
+//   `webhook-id` it already saw) can tell; the log never recorded the first success.
+import type { Db } from '../db/knex.ts';
+import { RETRY_DELAYS_S } from '../jobs/webhooks__deliver.ts';
+import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK, PING_EVENT } from './events.ts';
+
+export interface ConsistencyReport {
+  /** One line per check: what was looked at. */
+  checked: string[];
+  /** One line per problem found; empty when everything holds. */
+  problems: string[];
+}
+
+type Rows = Array<Record<string, unknown>>;
+
+async function rows(db: Db, sql: string, bindings: unknown[] = []): Promise<Rows> {
+  return (await db.raw(sql, bindings as never[])).rows as Rows;
+}
+
+async function count(db: Db, sql: string, bindings: unknown[] = []): Promise<number> {
+  return Number((await rows(db, sql, bindings))[0]!.n);
+}
+
+export async function checkConsistency(db: Db): Promise<ConsistencyReport> {
+  const checked: string[] = [];
+  const problems: string[] = [];
+
+  const levels = await count(db, 'select count(*) as n from stock_levels');
+  const accounts = await count(db, 'select count(distinct account_id) as n from stock_levels');
+  const mismatched = await rows(db, `
+    with moved as (
+      select account_id, item_id, location_id, sum(quantity) as moved from stock_movements group by 1, 2, 3
+    )
+    select coalesce(l.account_id, m.account_id) as account_id, coalesce(l.item_id, m.item_id) as item_id,
+           coalesce(l.location_id, m.location_id) as location_id, l.quantity, coalesce(m.moved, 0) as moved
+    from stock_levels l
+    full join moved m on m.account_id = l.account_id and m.item_id = l.item_id and m.location_id = l.location_id
+    where l.quantity is distinct from coalesce(m.moved, 0)`);
+  for (const row of mismatched) {
+    problems.push(`stock level of item ${row.item_id} at location ${row.location_id} (account ${row.account_id}) is ` +
+      `${row.quantity ?? 'missing'}, its movements sum to ${row.moved}`);
+  }
+  const negative = await rows(db, 'select account_id, item_id, location_id, quantity from stock_levels where quantity < 0');
+  for (const row of negative) {
+    problems.push(`stock level of item ${row.item_id} at location ${row.location_id} (account ${row.account_id}) is negative: ${row.quantity}`);
+  }
+  checked.push(`stock: ${levels} levels in ${accounts} accounts equal the sum of their movements and are not negative`);
+
+  const events = await count(db, 'select count(*) as n from events where type <> ?', [PING_EVENT]);
+  const undispatched = await rows(db, `
+    select e.id as event_id, e.type, w.id as webhook_id
+    from events e join webhooks w on w.account_id = e.account_id
+    where e.type <> ? and w.enabled and (e.type = any(w.events) or '*' = any(w.events)) and w.updated_at < e.created_at
+      and not exists (select 1 from webhook_dispatches d where d.webhook_id = w.id and d.event_id = e.id)
+      and not exists (select 1 from graphile_worker.jobs j where j.key = 'event:' || e.id)`, [PING_EVENT]);
+  for (const row of undispatched) {
+    problems.push(`event ${row.event_id} (${row.type}) was never dispatched to webhook ${row.webhook_id}, which wanted it`);
+  }
+  checked.push(`fan-out: ${events} events reached every subscription that wanted them (or their fan-out is pending)`);
+
+  const dispatches = await count(db, 'select count(*) as n from webhook_dispatches');
+  const acknowledged = await count(db, 'select count(*) as n from webhook_dispatches where acknowledged_at is not null');
+  const stranded = await rows(db, `
+    select d.webhook_id, d.event_id, d.retry, d.attempts
+    from webhook_dispatches d join webhooks w on w.id = d.webhook_id
+    where d.acknowledged_at is null and w.enabled and d.retry <= ?
+      -- Attempts made, none of them scheduled: a dispatch only redeliveries made (of an event it did not want).
+      and not (d.retry = 0 and d.attempts > 0)
+      and not exists (select 1 from graphile_worker.jobs j
+                      where j.key = 'webhook:' || d.webhook_id || ':' || d.event_id || ':' || d.retry)
+      -- The public jobs view leaves the payload out; redelivery jobs have no key to find them by.
+      and not exists (select 1 from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+                      where t.identifier = ? and j.key is null
+                        and j.payload->>'webhookId' = d.webhook_id::text and j.payload->>'eventId' = d.event_id::text)`,
+  [RETRY_DELAYS_S.length, DELIVER_WEBHOOK_TASK]);
+  for (const row of stranded) {
+    problems.push(`event ${row.event_id} to webhook ${row.webhook_id} is neither acknowledged nor scheduled ` +
+      `(${row.attempts} attempts, retry step ${row.retry} has no job)`);
+  }
+  const failedJobs = await rows(db, `
+    select id, task_identifier, key, last_error from graphile_worker.jobs
+    where attempts >= max_attempts and task_identifier in (?, ?)`, [DISPATCH_EVENT_TASK, DELIVER_WEBHOOK_TASK]);
+  for (const row of failedJobs) {
+    problems.push(`job ${row.id} (${row.task_identifier} ${row.key ?? ''}) failed for good: ${String(row.last_error).split('\n')[0]}`);
+  }
+  checked.push(`delivery: ${dispatches} dispatches, ${acknowledged} acknowledged, the rest scheduled, given up or disabled; no job failed for good`);
+
+  const twice = await rows(db, `
+    select webhook_id, event_id, count(*) as n from webhook_deliveries
+    where outcome = 'succeeded' and not redelivery group by webhook_id, event_id having count(*) > 1`);
+  for (const row of twice) {
+    problems.push(`event ${row.event_id} was acknowledged ${row.n} times by webhook ${row.webhook_id}`);
+  }
+  const unrecorded = await rows(db, `
+    select distinct l.webhook_id, l.event_id from webhook_deliveries l
+    join webhook_dispatches d on d.webhook_id = l.webhook_id and d.event_id = l.event_id
+    where l.outcome = 'succeeded' and not l.redelivery and d.acknowledged_at is null`);
+  for (const row of unrecorded) {
+    problems.push(`event ${row.event_id} succeeded to webhook ${row.webhook_id} but its dispatch is not acknowledged`);
+  }
+  checked.push('acknowledgements: no event acknowledged twice by one subscription (redeliveries asked for through the API aside)');
+
+  return { checked, problems };
+}
