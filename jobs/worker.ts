@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { run, type Runner, type WorkerEvents } from 'graphile-worker';
+import pg from 'pg';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
@@ -40,10 +41,16 @@ export async function startWorker(config: Config, connectionString: string, logg
   const events: WorkerEvents = new EventEmitter();
   events.on('pool:create', ({ workerPool }) => workerIds.push(workerPool.id));
 
+  // graphile-worker stops listening for its pool's errors before it is done with the pool, so an idle connection
+  // dropped in between (PostgreSQL stopping with us, say) would crash the process: this pool is ours, listened to
+  // until we close it.
+  const pgPool = new pg.Pool({ connectionString, max: config.workerConcurrency + 2 });
+  const connectionFailed = (error: Error) => logger.warn({ err: error }, 'a database connection of the worker failed');
+  pgPool.on('error', connectionFailed);
+  pgPool.on('connect', (client) => client.on('error', connectionFailed));
   const runner: Runner = await run({
-    connectionString,
+    pgPool,
     concurrency: config.workerConcurrency,
-    maxPoolSize: config.workerConcurrency + 2,
     preset: {
       worker: {
         // Jobs are fetched in batches: a delivery costs the queue a fraction of a round trip. A batch stays locked
@@ -85,6 +92,7 @@ export async function startWorker(config: Config, connectionString: string, logg
       await runner.stop();
       await heartbeat.stop();
       poster.close();
+      await pgPool.end();
       await db.destroy();
     },
   };
