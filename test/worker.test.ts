@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import test from 'ava';
+import { makePruneDeliveries } from '../jobs/webhooks__prune.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { createLogger } from '../shared/logger.ts';
 import { testConfig, useHarness } from './helpers/harness.ts';
@@ -52,4 +53,21 @@ test.serial('the worker writes a heartbeat and removes it when it stops', async 
     t.true(await eventually(async () => (await h.db('worker_heartbeats').count({ n: '*' }).first())!.n === 1));
   });
   t.is((await h.db('worker_heartbeats').count({ n: '*' }).first())!.n, 0);
+});
+
+test.serial('the daily prune deletes delivery log rows older than 30 days and keeps the rest', async (t) => {
+  const account = await h.newAccount();
+  const webhook = await h.db('webhooks').insert({ account_id: account.accountId, url: 'https://hooks.example.com/x', events: ['*'], secret_encrypted: 'x' }).returning('id');
+  const item = await account.api.post('/items', { sku: 'PRUNE', name: 'Pruned' });
+  const event = await h.db('events').where({ account_id: account.accountId }).first('id');
+  t.truthy(item.body.id);
+  const row = (days: number) => ({
+    account_id: account.accountId, webhook_id: webhook[0].id, event_id: event.id, event_type: 'item.created', attempt: 1,
+    outcome: 'succeeded', duration_ms: 1, created_at: h.db.raw(`now() - make_interval(days => ?)`, [days]),
+  });
+  await h.db('webhook_deliveries').insert([row(31), row(31), row(29)]);
+  const logged: string[] = [];
+  await makePruneDeliveries(h.db)({}, { logger: { info: (message: string) => logged.push(message) } } as never);
+  t.deepEqual(logged, ['pruned 2 delivery log rows older than 30 days']);
+  t.is((await h.db('webhook_deliveries').where({ account_id: account.accountId })).length, 1);
 });
