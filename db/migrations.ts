@@ -8,6 +8,7 @@ import * as salesOrders from './migrations/003_sales_orders.ts';
 import * as purchasing from './migrations/004_purchasing.ts';
 import * as webhooks from './migrations/005_webhooks.ts';
 import * as idempotency from './migrations/006_idempotency.ts';
+import * as listIndexes from './migrations/007_list_indexes.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_purchasing': purchasing,
   '005_webhooks': webhooks,
   '006_idempotency': idempotency,
+  '007_list_indexes': listIndexes,
 };
 
 const source: Knex.MigrationSource<string> = {
