@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import { connectionTypes } from './timestamps.ts';
 
 export type { Knex };
 export type Db = Knex;
@@ -14,7 +15,8 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 export function createDb(connectionString: string, poolMax = 10, log?: Knex.Logger): Db {
   return knexFactory({
     client: 'pg',
-    connection: { connectionString, application_name: 'stockroom' },
+    // Timestamps arrive as ISO strings (db/timestamps.ts), from text that UTC keeps in one form.
+    connection: { connectionString, application_name: 'stockroom', options: '-c TimeZone=UTC', types: connectionTypes },
     pool: { min: 0, max: poolMax },
     log,
   });

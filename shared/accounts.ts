@@ -95,7 +95,7 @@ export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string;
     .update({ revoked_at: db.raw('coalesce(revoked_at, now())'), updated_at: db.fn.now() })
     .returning(['id', 'revoked_at']);
   forgetKey(row.id);
-  return { id: row.id, revokedAt: row.revoked_at.toISOString() };
+  return { id: row.id, revokedAt: row.revoked_at };
 }
 
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeySummary[]> {
@@ -112,9 +112,9 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeySumm
     userEmail: row.user_email,
     label: row.label,
     prefix: row.key_prefix,
-    createdAt: row.created_at.toISOString(),
-    lastUsedAt: row.last_used_at?.toISOString() ?? null,
-    revokedAt: row.revoked_at?.toISOString() ?? null,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    revokedAt: row.revoked_at,
   }));
 }
 
@@ -143,7 +143,7 @@ export async function findApiKey(db: Db, key: string): Promise<ApiKeyIdentity | 
     .first('id', 'account_id', 'user_id', 'last_used_at');
   if (!row) return null;
   // Recorded at minute resolution so that a busy key does not write on every request.
-  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+  if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > LAST_USED_RESOLUTION_MS) {
     await db('api_keys').where({ id: row.id }).update({ last_used_at: db.fn.now() });
   }
   const identity = { keyId: row.id, accountId: row.account_id, userId: row.user_id };

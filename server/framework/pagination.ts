@@ -6,6 +6,7 @@ import type { AppContext } from './context.ts';
 import { ValidationError } from './errors.ts';
 import type { Reply } from './route.ts';
 import { array, describe, integer, named, object, optional, queryInteger, queryTimestamp, text, type AnyStruct } from './schema.ts';
+import type { Timestamp } from '../../db/timestamps.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 250;
@@ -103,8 +104,8 @@ export function pageRequest(query: PagingQuery, options: { descending?: boolean 
 
 interface PagedRow {
   id: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 /** Applies the page to a query of `table`: order, `updatedSince`, then the cursor or the page offset. */
@@ -139,6 +140,6 @@ export function pageReply<Row extends PagedRow, T>(ctx: AppContext, request: Pag
   params.delete('size');
   params.set('page', String(request.page + 1));
   params.set('limit', String(request.limit));
-  params.set('cursor', encodeCursor({ sort: request.sort, at: last[request.sort].toISOString(), id: last.id }));
+  params.set('cursor', encodeCursor({ sort: request.sort, at: last[request.sort], id: last.id }));
   return { status: 200, body, headers: { Link: `<${ctx.protocol}://${ctx.host}${ctx.path}?${params}>; rel="next"` } };
 }

@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import { recordEvents } from '../../../shared/events.ts';
 import { ConflictError } from '../../framework/errors.ts';
 import type { MovementType, SourceType, StockAdjustedEvent, StockMovement } from './schema.ts';
+import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface StockChange {
   itemId: string;
@@ -33,8 +34,8 @@ export interface MovementRow {
   source_type: SourceType;
   source_id: string;
   created_by: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export interface AppliedMovement {
@@ -53,7 +54,7 @@ export function toMovement(row: MovementRow): StockMovement {
     reason: row.reason,
     source: { type: row.source_type, id: row.source_id },
     createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
+    createdAt: row.created_at,
   };
 }
 
