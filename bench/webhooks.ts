@@ -1,147 +1,38 @@
-// `npm run bench:webhooks`: 10,000 events fanned out to 2 subscriptions on a local receiver, delivered by a real
-// worker process. Prints deliveries per second, commit-to-delivery latency (under the backlog and, one event at a
-// time, on an idle queue) and whether any delivery was lost or doubled. Figures, not assertions.
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+// `npm run bench:webhooks`: the webhook delivery scenario alone (bench/webhook-delivery.ts), 10,000 events x 2
+// subscriptions by default. `npm run bench` runs it too, with the API scenarios.
 import { parseArgs } from 'node:util';
-import { createDb } from '../db/knex.ts';
-import { migrateLatest } from '../db/migrations.ts';
-import { createAccount } from '../shared/accounts.ts';
-import { recordEvents } from '../shared/events.ts';
-import { encryptSecret, generateSecret } from '../shared/webhook-secrets.ts';
-import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
+import { startScratchServer } from '../test/helpers/database.ts';
+import { runWebhookBench } from './webhook-delivery.ts';
 
 const { values } = parseArgs({ options: {
   events: { type: 'string', default: '10000' },
   idle: { type: 'string', default: '200' },
   concurrency: { type: 'string', default: '' },
 } });
-const EVENTS = Number(values.events);
-const IDLE_EVENTS = Number(values.idle);
-const BATCH = 500;
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 const ms = (value: number) => `${value.toFixed(1)} ms`;
-
-// The receiver: answers 200 at once and notes when each (event, subscription) arrived.
-const arrivals = new Map<string, number[]>();
-let delivered = 0;
-let onArrival: (() => void) | undefined;
-const receiver = http.createServer((request, response) => {
-  const key = `${request.headers['webhook-id']} ${request.url}`;
-  const at = performance.now();
-  request.resume();
-  request.on('end', () => {
-    arrivals.set(key, [...(arrivals.get(key) ?? []), at]);
-    delivered += 1;
-    response.end('ok');
-    onArrival?.();
-  });
-});
-receiver.keepAliveTimeout = 60_000;
-receiver.listen(0, '127.0.0.1');
-await once(receiver, 'listening');
-const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-
 const server = await startScratchServer('bench');
-const database = `stockroom_bench_${process.pid}`;
-const url = await createDatabase(server.adminUrl, database);
-await migrateLatest(url);
-const db = createDb(url, 4);
-const key = randomBytes(32);
-const { accountId } = await createAccount(db, 'Bench', 'bench@example.com');
-const subscriptions = ['/a', '/b'];
-for (const path of subscriptions) {
-  await db('webhooks').insert({ account_id: accountId, url: receiverUrl + path, events: ['*'], secret_encrypted: encryptSecret(key, generateSecret()) });
-}
-
-const committedAt = new Map<string, number>();
-async function emit(count: number): Promise<void> {
-  const events = await db.transaction((trx) => recordEvents(trx, accountId, Array.from({ length: count }, (_, i) => ({
-    type: 'stock.adjusted' as const, data: { n: i, note: 'bench' },
-  }))));
-  const now = performance.now();
-  for (const event of events) committedAt.set(event.id, now);
-}
-
-async function waitForDeliveries(total: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (delivered < total) {
-    if (Date.now() > deadline) return false;
-    await new Promise<void>((resolve) => { onArrival = resolve; setTimeout(resolve, 50); });
-  }
-  return true;
-}
-
-function latencies(eventIds: Iterable<string>): number[] {
-  const values: number[] = [];
-  for (const id of eventIds) {
-    for (const path of subscriptions) {
-      const first = arrivals.get(`${id} ${path}`)?.[0];
-      if (first !== undefined) values.push(first - committedAt.get(id)!);
-    }
-  }
-  return values.sort((a, b) => a - b);
-}
-
-process.stdout.write(`Recording ${EVENTS} events (${EVENTS * subscriptions.length} deliveries) before the worker starts...\n`);
-for (let done = 0; done < EVENTS; done += BATCH) await emit(Math.min(BATCH, EVENTS - done));
-const backlogIds = [...committedAt.keys()];
-
-const worker = spawn(process.execPath, ['jobs/main.ts'], {
-  env: {
-    ...process.env, DATABASE_URL: url, WEBHOOK_SECRET_KEY: key.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true', LOG_LEVEL: 'warn',
-    ...(values.concurrency ? { WORKER_CONCURRENCY: values.concurrency } : {}),
-  },
-  stdio: ['ignore', 'inherit', 'inherit'],
+const result = await runWebhookBench({
+  adminUrl: server.adminUrl,
+  events: Number(values.events),
+  idleEvents: Number(values.idle),
+  workerConcurrency: values.concurrency || undefined,
+  log: (line) => process.stdout.write(`${line}\n`),
 });
-const started = performance.now();
-const drained = await waitForDeliveries(EVENTS * subscriptions.length, 300_000);
-const firstArrival = Math.min(...[...arrivals.values()].map((times) => times[0]!));
-const seconds = (performance.now() - firstArrival) / 1000;
-const backlog = latencies(backlogIds);
-
-// Idle queue: one event at a time, each waited for.
-const idleIds: string[] = [];
-for (let i = 0; i < IDLE_EVENTS; i += 1) {
-  const before = delivered;
-  await emit(1);
-  idleIds.push([...committedAt.keys()].at(-1)!);
-  await waitForDeliveries(before + subscriptions.length, 10_000);
-}
-const idle = latencies(idleIds);
-
-const expected = (EVENTS + IDLE_EVENTS) * subscriptions.length;
-const doubled = [...arrivals.values()].filter((times) => times.length > 1).length;
-const lost = expected - arrivals.size;
-// The log row is written just after the receiver answers: give the last ones a moment.
-let logRows = 0;
-for (let tries = 0; tries < 50 && logRows < expected; tries += 1) {
-  logRows = Number((await db('webhook_deliveries').count({ n: '*' }).first())!.n);
-  if (logRows < expected) await new Promise((resolve) => setTimeout(resolve, 100));
-}
-
-worker.kill('SIGTERM');
-await once(worker, 'exit');
-await db.destroy();
-await dropDatabase(server.adminUrl, database);
 await server.stop();
-receiver.close();
 
 const rows: Array<[string, string]> = [
-  ['backlog drained', drained ? 'yes' : 'NO (timed out)'],
-  ['deliveries/s', (EVENTS * subscriptions.length / seconds).toFixed(0)],
-  ['worker start to first delivery', ms(firstArrival - started)],
-  ['commit-to-delivery under backlog p50 / p99', `${ms(percentile(backlog, 50))} / ${ms(percentile(backlog, 99))}`],
-  ['commit-to-delivery, idle queue p50 / p99', `${ms(percentile(idle, 50))} / ${ms(percentile(idle, 99))}`],
-  ['lost', String(lost)],
-  ['doubled', String(doubled)],
-  ['delivery log rows', `${logRows} (expected ${expected})`],
+  ['backlog drained', result.drained ? 'yes' : 'NO (timed out)'],
+  ['deliveries/s', String(result.deliveriesPerSecond)],
+  ['worker start to first delivery', ms(result.workerStartToFirstMs)],
+  ['commit-to-delivery under backlog p50 / p99', `${ms(result.backlogP50Ms)} / ${ms(result.backlogP99Ms)}`],
+  ['commit-to-delivery, idle queue p50 / p99', `${ms(result.idleP50Ms)} / ${ms(result.idleP99Ms)}`],
+  ['lost', String(result.lost)],
+  ['doubled', String(result.doubled)],
+  ['delivery log rows', `${result.logRows} (expected ${result.expectedLogRows})`],
+  ['worker peak RSS', result.workerPeakRssMb === null ? 'n/a' : `${result.workerPeakRssMb} MB`],
 ];
 const width = Math.max(...rows.map(([label]) => label.length));
-process.stdout.write(`\nWebhook delivery, ${EVENTS} events x ${subscriptions.length} subscriptions, local receiver\n`);
+process.stdout.write(`\nWebhook delivery, ${result.events} events x ${result.subscriptions} subscriptions, local receiver\n`);
 for (const [label, value] of rows) process.stdout.write(`  ${label.padEnd(width)}  ${value}\n`);
-process.exit(lost === 0 && doubled === 0 && drained ? 0 : 1);
+process.exit(result.lost === 0 && result.doubled === 0 && result.drained ? 0 : 1);

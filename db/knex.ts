@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import { connectionTypes } from './timestamps.ts';
 
 export type { Knex };
 export type Db = Knex;
@@ -20,7 +21,11 @@ export const CONNECT_TIMEOUT_MS = 2000;
 export function createDb(connectionString: string, poolMax = 10, log?: Knex.Logger): Db {
   return knexFactory({
     client: 'pg',
-    connection: { connectionString, application_name: 'stockroom', connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+    // Timestamps arrive as ISO strings (db/timestamps.ts), from text that UTC keeps in one form.
+    connection: {
+      connectionString, application_name: 'stockroom', connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      options: '-c TimeZone=UTC', types: connectionTypes,
+    },
     pool: { min: 0, max: poolMax },
     acquireConnectionTimeout: CONNECT_TIMEOUT_MS,
     log,

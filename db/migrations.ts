@@ -9,6 +9,7 @@ import * as purchasing from './migrations/004_purchasing.ts';
 import * as webhooks from './migrations/005_webhooks.ts';
 import * as idempotency from './migrations/006_idempotency.ts';
 import * as deliveryKinds from './migrations/007_delivery_kinds.ts';
+import * as listIndexes from './migrations/008_list_indexes.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '005_webhooks': webhooks,
   '006_idempotency': idempotency,
   '007_delivery_kinds': deliveryKinds,
+  '008_list_indexes': listIndexes,
 };
 
 const source: Knex.MigrationSource<string> = {

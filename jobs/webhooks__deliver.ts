@@ -11,6 +11,7 @@ import { decryptSecret, signatureHeader } from '../shared/webhook-secrets.ts';
 import { urlProblem } from '../shared/webhook-urls.ts';
 import type { Poster, PostResult } from './http-post.ts';
 import type { OriginSlots } from './origin-slots.ts';
+import type { Timestamp } from '../db/timestamps.ts';
 
 const USER_AGENT = `Stockroom-Webhooks/${pkg.version}`;
 
@@ -40,7 +41,7 @@ interface Target {
   account_id: string;
   event_type: string;
   event_data: unknown;
-  event_created_at: Date;
+  event_created_at: Timestamp;
 }
 
 /** Which dispatches this job may attempt: any, on a redelivery; else the unacknowledged one at its step. */
@@ -175,7 +176,7 @@ export function makeDeliverWebhook(deps: DeliverDeps): Task {
     const slot = await deps.originSlots.take(URL.parse(target.url)?.origin ?? target.url);
     if ('retryInMs' in slot) return postpone(deps.db, payload, slot.retryInMs);
     try {
-      const body = JSON.stringify({ id: payload.eventId, type: target.event_type, createdAt: target.event_created_at.toISOString(), data: target.event_data });
+      const body = JSON.stringify({ id: payload.eventId, type: target.event_type, createdAt: target.event_created_at, data: target.event_data });
       const timestamp = Math.floor(Date.now() / 1000);
       const problem = urlProblem(target.url, deps.allowInsecure);
       const result = problem

@@ -4,13 +4,13 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Router from '@koa/router';
-import { koaSwagger } from 'koa2-swagger-ui';
 import type { Db } from '../db/knex.ts';
 import type { AppState } from './framework/context.ts';
 import { API_PREFIX } from './framework/openapi.ts';
 
 const require = createRequire(import.meta.url);
-const swaggerDist: string = require('swagger-ui-dist').getAbsoluteFSPath();
+// The package's index loads the browser bundles into Node (+39 MB resident): only its folder is needed here.
+const swaggerDist: string = require('swagger-ui-dist/absolute-path.js')();
 const swaggerVersion: string = require('swagger-ui-dist/package.json').version;
 
 const ASSETS_PATH = `${API_PREFIX}/docs/assets`;
@@ -34,7 +34,8 @@ export function publicRouter(db: Db, openApiDocument: object): Router<AppState> 
     ctx.body = documentJson;
   });
 
-  const swaggerUi = koaSwagger({
+  // Loaded on the first visit: koa2-swagger-ui and its templating hold ~20 MB the API itself never needs.
+  const loadSwaggerUi = async () => (await import('koa2-swagger-ui')).koaSwagger({
     routePrefix: false,
     title: 'Stockroom API',
     swaggerVersion,
@@ -44,8 +45,10 @@ export function publicRouter(db: Db, openApiDocument: object): Router<AppState> 
     // Keys are not kept in the browser's storage: the page forgets them when it closes.
     swaggerOptions: { url: `${API_PREFIX}/openapi.json`, persistAuthorization: false },
   });
+  let swaggerUi: ReturnType<typeof loadSwaggerUi> | undefined;
   router.get(`${API_PREFIX}/docs/swagger`, async (ctx, next) => {
-    await swaggerUi(ctx, next);
+    swaggerUi ??= loadSwaggerUi();
+    await (await swaggerUi)(ctx, next);
     // The template links web fonts from Google; the page must not reach outside this service.
     if (typeof ctx.body === 'string') ctx.body = ctx.body.replace(/<link[^>]+fonts\.googleapis\.com[^>]*>/g, '');
   });

@@ -1,5 +1,6 @@
 // Accounts, their users and API keys: used by the operator CLI, `npm start`'s demo account and the web's auth.
 import { createHash, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/knex.ts';
 
 const KEY_PREFIX = 'srk_';
@@ -93,7 +94,8 @@ export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string;
     .where({ id: keyId })
     .update({ revoked_at: db.raw('coalesce(revoked_at, now())'), updated_at: db.fn.now() })
     .returning(['id', 'revoked_at']);
-  return { id: row.id, revokedAt: row.revoked_at.toISOString() };
+  forgetKey(row.id);
+  return { id: row.id, revokedAt: row.revoked_at };
 }
 
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeySummary[]> {
@@ -110,26 +112,43 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeySumm
     userEmail: row.user_email,
     label: row.label,
     prefix: row.key_prefix,
-    createdAt: row.created_at.toISOString(),
-    lastUsedAt: row.last_used_at?.toISOString() ?? null,
-    revokedAt: row.revoked_at?.toISOString() ?? null,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    revokedAt: row.revoked_at,
   }));
 }
 
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+// A key found in the last second is trusted without asking the database again: that saves a statement on nearly
+// every request. A revocation made by another process takes effect within KEY_CACHE_TTL_MS, one made by this
+// process at once (forgetKey). Unknown keys are never cached: a key just created works at once.
+const KEY_CACHE_TTL_MS = 1000;
+const keyCache = new LRUCache<string, ApiKeyIdentity>({ max: 10_000, ttl: KEY_CACHE_TTL_MS });
+
+function forgetKey(keyId: string): void {
+  for (const [hash, identity] of keyCache.entries()) {
+    if (identity.keyId === keyId) keyCache.delete(hash);
+  }
+}
+
 /** The identity behind a key, or null when the key is unknown or revoked. */
 export async function findApiKey(db: Db, key: string): Promise<ApiKeyIdentity | null> {
+  const hash = hashKey(key);
+  const cached = keyCache.get(hash);
+  if (cached) return cached;
   const row = await db('api_keys')
-    .where({ key_hash: hashKey(key) })
+    .where({ key_hash: hash })
     .whereNull('revoked_at')
     .first('id', 'account_id', 'user_id', 'last_used_at');
   if (!row) return null;
   // Recorded at minute resolution so that a busy key does not write on every request.
-  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+  if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > LAST_USED_RESOLUTION_MS) {
     await db('api_keys').where({ id: row.id }).update({ last_used_at: db.fn.now() });
   }
-  return { keyId: row.id, accountId: row.account_id, userId: row.user_id };
+  const identity = { keyId: row.id, accountId: row.account_id, userId: row.user_id };
+  keyCache.set(hash, identity);
+  return identity;
 }
 
 export async function countAccounts(db: Db): Promise<number> {

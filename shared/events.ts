@@ -1,6 +1,7 @@
 // Events: recorded in the transaction of the change that caused them, with the job that delivers them.
 // A committed change always yields its events and jobs; a rolled-back one never does.
 import type { Knex } from 'knex';
+import type { Timestamp } from '../db/timestamps.ts';
 
 /** The kinds a webhook can subscribe to (`*` is all of them). */
 export const EVENT_TYPES = [
@@ -107,11 +108,11 @@ interface EventRow {
   id: string;
   type: StoredEvent['type'];
   data: unknown;
-  created_at: Date;
+  created_at: Timestamp;
 }
 
 export function toStoredEvent(row: EventRow): StoredEvent {
-  return { id: row.id, type: row.type, createdAt: row.created_at.toISOString(), data: row.data };
+  return { id: row.id, type: row.type, createdAt: row.created_at, data: row.data };
 }
 
 async function insertEvents(trx: Knex.Transaction, accountId: string, events: Array<{ type: string; data: unknown }>): Promise<StoredEvent[]> {

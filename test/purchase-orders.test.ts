@@ -282,7 +282,8 @@ test.serial('reads and writes issue the same number of statements whatever the n
   const line = { itemId: s.boltId, quantity: 1, unitCost: 1 };
   const counted = async (run: () => Promise<unknown>) => {
     let statements = 0;
-    const count = () => { statements += 1; };
+    // The key lookup (cached for a second, so present or not depending on timing) is not the route's doing.
+    const count = (query: { sql: string }) => { if (!query.sql.includes('api_keys')) statements += 1; };
     h.db.on('query', count);
     try {
       await run();
@@ -300,7 +301,7 @@ test.serial('reads and writes issue the same number of statements whatever the n
   t.is(large, small, 'create');
   t.is(await counted(() => s.api.get(`/purchase-orders/${forty}`)), await counted(() => s.api.get(`/purchase-orders/${one}`)), 'get');
   await Promise.all([transition(s, one, 'confirm'), transition(s, forty, 'confirm')]);
-  // moveStock takes one statement per level it changes: both orders change one.
+  // moveStock takes one statement for one level and two for several, whatever their number: both orders change one.
   t.is(await counted(() => transition(s, forty, 'close')), await counted(() => transition(s, one, 'close')), 'close');
   const onePage = await counted(() => s.api.get('/purchase-orders?limit=1'));
   const fullPage = await counted(() => s.api.get('/purchase-orders'));

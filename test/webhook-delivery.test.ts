@@ -74,7 +74,9 @@ test('each event reaches a subscribed receiver once, signed so that standardwebh
   t.like(byType['item.created']!.payload.data, { id: itemId, sku: 'HOOK' });
   t.like(byType['stock.adjusted']!.payload.data, { itemId, quantity: 5, source: { type: 'stock_adjustment', id: adjustment.body.id }, stockLevel: { quantity: 5 } });
 
-  const events = (await s.api.get('/events')).body.data;
+  // /events may hold events back for a moment while another test file's transaction is open.
+  let events: Array<{ id: string }> = [];
+  await eventually(async () => (events = (await s.api.get('/events')).body.data).length === 2);
   for (const delivery of received) {
     const event = events.find((e: { id: string }) => e.id === delivery.payload.id);
     t.truthy(event, 'the payload id is the event id that /events lists');

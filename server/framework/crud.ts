@@ -2,12 +2,13 @@
 import type { Knex } from 'knex';
 import { isUuid } from '../../shared/accounts.ts';
 import { fetchPage, type PageRequest } from './pagination.ts';
+import type { Timestamp } from '../../db/timestamps.ts';
 
 export interface OwnedRow {
   id: string;
   account_id: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 /** camelCase input fields to snake_case columns; absent (undefined) fields are left out. */

@@ -6,6 +6,7 @@ import type { AppContext } from './context.ts';
 import { ValidationError } from './errors.ts';
 import type { Reply } from './route.ts';
 import { array, describe, integer, named, object, optional, queryInteger, queryTimestamp, text, type AnyStruct } from './schema.ts';
+import type { Timestamp } from '../../db/timestamps.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 250;
@@ -103,8 +104,8 @@ export function pageRequest(query: PagingQuery, options: { descending?: boolean 
 
 interface PagedRow {
   id: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 /** Applies the page to a query of `table`: order, `updatedSince`, then the cursor or the page offset. */
@@ -116,12 +117,17 @@ export async function fetchPage<Row extends PagedRow>(
   const sortColumn = `${table}.${request.sort}`;
   if (request.updatedSince) query.where(sortColumn, '>=', request.updatedSince);
   const order = request.descending ? 'desc' : 'asc';
+  const ordering = [{ column: sortColumn, order }, { column: `${table}.id`, order }];
   if (request.cursor) {
     query.whereRaw(`(??, ??) ${request.descending ? '<' : '>'} (?::timestamptz, ?::uuid)`, [sortColumn, `${table}.id`, request.cursor.at, request.cursor.id]);
-  } else {
-    query.offset((request.page - 1) * request.limit);
+  } else if (request.page > 1) {
+    // A deferred join: the OFFSET skips ids only, in an index-only scan of (account_id, sort column, id), and
+    // only the page's rows are read from the table. Page 1,000 then costs about what page 1 does.
+    const pageIds = query.clone().clearSelect().select(`${table}.id`).orderBy(ordering)
+      .offset((request.page - 1) * request.limit).limit(request.limit);
+    query.whereIn(`${table}.id`, pageIds);
   }
-  return query.orderBy([{ column: sortColumn, order }, { column: `${table}.id`, order }]).limit(request.limit);
+  return query.orderBy(ordering).limit(request.limit);
 }
 
 /** The list body, and a `Link` to the next page whenever this one is full. */
@@ -134,6 +140,6 @@ export function pageReply<Row extends PagedRow, T>(ctx: AppContext, request: Pag
   params.delete('size');
   params.set('page', String(request.page + 1));
   params.set('limit', String(request.limit));
-  params.set('cursor', encodeCursor({ sort: request.sort, at: last[request.sort].toISOString(), id: last.id }));
+  params.set('cursor', encodeCursor({ sort: request.sort, at: last[request.sort], id: last.id }));
   return { status: 200, body, headers: { Link: `<${ctx.protocol}://${ctx.host}${ctx.path}?${params}>; rel="next"` } };
 }

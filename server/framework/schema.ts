@@ -240,22 +240,29 @@ export function decimal(options: DecimalOptions = {}): Struct<number, null> {
 
 // --- Query strings: every value arrives as a string, so these coerce before they check.
 
+/**
+ * s.coerce(base, s.string(), parse) without its s.is(value, s.string()), which builds a StructError (stack trace
+ * included) for every parameter that is absent: most of them on most requests.
+ */
+function fromQueryString<T, S>(base: Struct<T, S>, parse: (raw: string) => unknown): Struct<T, S> {
+  return new s.Struct({ ...base, coercer: (value, ctx) => base.coercer(typeof value === 'string' ? parse(value) : value, ctx) });
+}
+
 export function queryInteger(options: { min: number; max: number; description?: string }): Struct<number, null> {
   const base = s.refine(s.integer(), 'range', (value) =>
     (value >= options.min && value <= options.max) || `must be an integer from ${options.min} to ${options.max}`);
-  const struct = s.coerce(base, s.string(), (raw) => (/^-?\d+$/.test(raw) ? Number(raw) : raw));
+  const struct = fromQueryString(base, (raw) => (/^-?\d+$/.test(raw) ? Number(raw) : raw));
   return describe(struct, { type: 'integer', minimum: options.min, maximum: options.max, description: options.description });
 }
 
 export function queryBoolean(description?: string): Struct<boolean, null> {
-  const struct = s.coerce(s.boolean(), s.string(), (raw) => (raw === 'true' ? true : raw === 'false' ? false : raw));
+  const struct = fromQueryString(s.boolean(), (raw) => (raw === 'true' ? true : raw === 'false' ? false : raw));
   return describe(struct, { type: 'boolean', description });
 }
 
 export function queryTimestamp(description?: string): Struct<Date, null> {
-  const struct = s.coerce(
+  const struct = fromQueryString(
     s.refine(s.date(), 'timestamp', (value) => !Number.isNaN(value.getTime()) || 'must be an ISO-8601 timestamp'),
-    s.string(),
     (raw) => (/^\d{4}-\d{2}-\d{2}/.test(raw) ? new Date(raw) : raw),
   );
   return describe(struct, { type: 'string', format: 'date-time', description });

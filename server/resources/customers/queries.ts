@@ -17,8 +17,8 @@ export function toCustomer(row: CustomerRow): Customer {
     email: row.email,
     phone: row.phone,
     externalId: row.external_id,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 

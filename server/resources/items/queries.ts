@@ -3,6 +3,7 @@ import { ConflictError } from '../../framework/errors.ts';
 import { findOwned, insertOwned, listOwned, toColumns, updateOwned, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { CreateItem, Item, ItemListQuery, UpdateItem } from './schema.ts';
+import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface ItemRow extends OwnedRow {
   sku: string;
@@ -12,7 +13,7 @@ export interface ItemRow extends OwnedRow {
   price: number | null;
   cost: number | null;
   barcode: string | null;
-  archived_at: Date | null;
+  archived_at: Timestamp | null;
 }
 
 export function toItem(row: ItemRow): Item {
@@ -26,8 +27,8 @@ export function toItem(row: ItemRow): Item {
     cost: row.cost,
     barcode: row.barcode,
     archived: row.archived_at !== null,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 

@@ -16,8 +16,8 @@ export function toLocation(row: LocationRow): Location {
     name: row.name,
     code: row.code,
     address: row.address,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 

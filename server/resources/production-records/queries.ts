@@ -29,8 +29,8 @@ export function toProductionRecord(row: ProductionRecordWithComponents): Product
     components: row.components.map((component) => ({ itemId: component.item_id, quantity: component.quantity })),
     reference: row.reference,
     createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 

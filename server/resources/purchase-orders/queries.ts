@@ -3,6 +3,7 @@ import { findOwned, groupByParent, listOwned, whereId, type OwnedRow } from '../
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { PurchaseOrderStatus } from './lifecycle.ts';
 import { orderTotal, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery } from './schema.ts';
+import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface PurchaseOrderRow extends OwnedRow {
   supplier_name: string;
@@ -12,7 +13,7 @@ export interface PurchaseOrderRow extends OwnedRow {
   reference: string | null;
   total: number;
   created_by: string;
-  closed_at: Date | null;
+  closed_at: Timestamp | null;
 }
 
 export interface PurchaseOrderLineRow extends OwnedRow {
@@ -36,8 +37,8 @@ export function toPurchaseOrder(row: PurchaseOrderWithLines): PurchaseOrder {
     reference: row.reference,
     lines: row.lines.map((line) => ({ id: line.id, itemId: line.item_id, quantity: line.quantity, unitCost: line.unit_cost })),
     total: row.total,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 

@@ -7,6 +7,7 @@ import { missingReferences } from '../../framework/references.ts';
 import type { Resolution } from '../../framework/route.ts';
 import { MAX_DECIMAL } from '../../framework/schema.ts';
 import { shapeOf, type CreateSalesOrder } from './schema.ts';
+import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface OrderItem {
   id: string;
@@ -29,7 +30,7 @@ interface ItemSelect {
   id: string;
   sku: string;
   price: number | null;
-  archived_at: Date | null;
+  archived_at: Timestamp | null;
 }
 
 async function findItems(db: Knex, accountId: string, column: 'id' | 'sku', keys: string[]): Promise<OrderItems> {

@@ -42,8 +42,8 @@ export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
     lineItems: row.lines.map(toLine),
     total: row.total,
     fulfilledLocationId: row.fulfilled_location_id,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 

@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import { recordEvents } from '../../../shared/events.ts';
 import { ConflictError } from '../../framework/errors.ts';
 import type { MovementType, SourceType, StockAdjustedEvent, StockMovement } from './schema.ts';
+import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface StockChange {
   itemId: string;
@@ -33,8 +34,8 @@ export interface MovementRow {
   source_type: SourceType;
   source_id: string;
   created_by: string;
-  created_at: Date;
-  updated_at: Date;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export interface AppliedMovement {
@@ -53,7 +54,7 @@ export function toMovement(row: MovementRow): StockMovement {
     reason: row.reason,
     source: { type: row.source_type, id: row.source_id },
     createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
+    createdAt: row.created_at,
   };
 }
 
@@ -94,7 +95,55 @@ async function applyChange(trx: Knex.Transaction, accountId: string, change: Sto
   return { itemId: change.itemId, locationId: change.locationId, available: current?.quantity ?? 0, requested: -change.quantity };
 }
 
-const levelKey = (change: StockChange) => `${change.itemId}/${change.locationId}`;
+const levelKey = (change: Pick<StockChange, 'itemId' | 'locationId'>) => `${change.itemId}/${change.locationId}`;
+
+/** One level: one statement. */
+async function applyOne(trx: Knex.Transaction, accountId: string, change: StockChange): Promise<Map<string, number>> {
+  const result = await applyChange(trx, accountId, change);
+  if (typeof result !== 'number') throw insufficientStock([result]);
+  return new Map([[levelKey(change), result]]);
+}
+
+/**
+ * Several levels in two statements whatever their number: the first locks every level (creating the missing ones
+ * at 0) in the global order, so the shortages are known exactly before anything moves; the second moves them all.
+ * Levels created for a removal only exist until the 409 rolls the transaction back.
+ */
+async function applyMany(trx: Knex.Transaction, accountId: string, changes: StockChange[]): Promise<Map<string, number>> {
+  const levelsJson = (list: StockChange[]) => JSON.stringify(list.map((change) => ({
+    item_id: change.itemId, location_id: change.locationId, quantity: String(change.quantity),
+  })));
+  const { rows: locked } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: number }> }>(
+    `insert into stock_levels (account_id, item_id, location_id, quantity)
+     select ?::uuid, c.item_id, c.location_id, 0 from json_to_recordset(?::json) as c(item_id uuid, location_id uuid)
+     order by c.item_id, c.location_id
+     on conflict (account_id, item_id, location_id) do update set quantity = stock_levels.quantity
+     returning item_id, location_id, quantity`,
+    [accountId, levelsJson(changes)],
+  );
+  const current = new Map(locked.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row.quantity]));
+  const shortages: Shortage[] = [];
+  for (const change of changes) {
+    const available = current.get(levelKey(change)) ?? 0;
+    // In millionths: quantities carry at most 6 decimals, so the comparison is exact.
+    if (Math.round(available * 1e6) + Math.round(change.quantity * 1e6) < 0) {
+      shortages.push({ itemId: change.itemId, locationId: change.locationId, available, requested: -change.quantity });
+    }
+  }
+  if (shortages.length) throw insufficientStock(shortages);
+
+  const moving = changes.filter((change) => change.quantity !== 0);
+  if (moving.length === 0) return current;
+  const { rows: moved } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: number }> }>(
+    `update stock_levels s set quantity = s.quantity + c.quantity, updated_at = now()
+     from json_to_recordset(?::json) as c(item_id uuid, location_id uuid, quantity numeric)
+     where s.account_id = ?::uuid and s.item_id = c.item_id and s.location_id = c.location_id
+     returning s.item_id, s.location_id, s.quantity`,
+    [levelsJson(moving), accountId],
+  );
+  for (const row of moved) current.set(levelKey({ itemId: row.item_id, locationId: row.location_id }), row.quantity);
+  return current;
+}
 
 /** One net change per item and location, in one global order (item, then location). */
 function netChanges(changes: StockChange[]): StockChange[] {
@@ -124,14 +173,8 @@ function insufficientStock(shortages: Shortage[]): ConflictError {
  * running at once cannot deadlock. Items and locations must already be checked to belong to the account.
  */
 export async function moveStock(trx: Knex.Transaction, move: StockMove): Promise<AppliedMovement[]> {
-  const levels = new Map<string, number>();
-  const shortages: Shortage[] = [];
-  for (const change of netChanges(move.changes)) {
-    const result = await applyChange(trx, move.accountId, change);
-    if (typeof result === 'number') levels.set(levelKey(change), result);
-    else shortages.push(result);
-  }
-  if (shortages.length) throw insufficientStock(shortages);
+  const net = netChanges(move.changes);
+  const levels = net.length === 1 ? await applyOne(trx, move.accountId, net[0]!) : await applyMany(trx, move.accountId, net);
 
   const rows: MovementRow[] = await trx('stock_movements')
     .insert(move.changes.map((change) => ({

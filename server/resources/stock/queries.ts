@@ -34,7 +34,7 @@ export interface TransferRow extends OwnedRow {
 }
 
 export function toStockLevel(row: StockLevelRow): StockLevel {
-  return { itemId: row.item_id, locationId: row.location_id, quantity: row.quantity, updatedAt: row.updated_at.toISOString() };
+  return { itemId: row.item_id, locationId: row.location_id, quantity: row.quantity, updatedAt: row.updated_at };
 }
 
 export function toAdjustment(row: AdjustmentRow): StockAdjustment {
@@ -46,7 +46,7 @@ export function toAdjustment(row: AdjustmentRow): StockAdjustment {
     reason: row.reason,
     stockLevel: { quantity: row.level_after },
     createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
+    createdAt: row.created_at,
   };
 }
 
@@ -60,7 +60,7 @@ export function toTransfer(row: TransferRow): StockTransfer {
     reason: row.reason,
     stockLevels: { from: { quantity: row.from_level_after }, to: { quantity: row.to_level_after } },
     createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
+    createdAt: row.created_at,
   };
 }
 

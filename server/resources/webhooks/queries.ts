@@ -35,8 +35,8 @@ export function toWebhook(row: WebhookRow): Webhook {
     events: row.events,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -51,7 +51,7 @@ export function toDelivery(row: DeliveryRow): WebhookDelivery {
     error: row.error,
     durationMs: row.duration_ms,
     responseBody: row.response_body,
-    createdAt: row.created_at.toISOString(),
+    createdAt: row.created_at,
   };
 }
 
@@ -105,7 +105,7 @@ export async function rotateSecret(db: Knex, accountId: string, id: string, key:
       updated_at: db.fn.now(),
     })
     .returning('previous_secret_expires_at');
-  return row && { secret, previousSecretExpiresAt: row.previous_secret_expires_at.toISOString() };
+  return row && { secret, previousSecretExpiresAt: row.previous_secret_expires_at };
 }
 
 export function listDeliveries(db: Knex, accountId: string, webhookId: string, filters: DeliveryListQuery, page: PageRequest): Promise<DeliveryRow[]> {

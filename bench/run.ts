@@ -1,0 +1,258 @@
+// `npm run bench`: the API under load against a raw Koa + pg baseline doing the same SQL, in the same run on the
+// same PostgreSQL (throw-away: embedded, or DATABASE_URL's server). Seeds realistic data, starts the real web
+// process, runs each scenario with autocannon, then the webhook delivery scenario with a real worker. Prints one
+// table and writes it to bench/results/latest.json. Figures, not assertions: the machine is shared and noisy,
+// so read the ratios. Options: --duration seconds per scenario (10), --connections (50), --events (10000).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { createDb } from '../db/knex.ts';
+import { migrateLatest } from '../db/migrations.ts';
+import { API_PREFIX } from '../server/framework/openapi.ts';
+import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
+import { seed, SEED_SIZES } from './seed.ts';
+import { peakRssMb, runWebhookBench } from './webhook-delivery.ts';
+
+const { values } = parseArgs({ options: {
+  duration: { type: 'string', default: '10' },
+  connections: { type: 'string', default: '50' },
+  events: { type: 'string', default: '10000' },
+} });
+const DURATION = Number(values.duration);
+const CONNECTIONS = Number(values.connections);
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const started = Date.now();
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  return port;
+}
+
+async function waitForHttp(url: string, child: ChildProcess): Promise<void> {
+  for (let tries = 0; tries < 300; tries += 1) {
+    if (child.exitCode !== null) throw new Error(`${url}: the process exited with ${child.exitCode}`);
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+async function currentRssMb(pid: number): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+interface Target {
+  name: string;
+  child: ChildProcess;
+  base: string;
+}
+
+async function startTarget(name: string, script: string, env: Record<string, string>, readyPath: string): Promise<Target> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForHttp(base + readyPath, child);
+  return { name, child, base };
+}
+
+async function stopTarget(target: Target): Promise<void> {
+  target.child.kill('SIGTERM');
+  if (target.child.exitCode === null) await once(target.child, 'exit');
+}
+
+interface Request {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+}
+
+interface Measured {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  status5xx: number;
+  errors: number;
+  peakRssMb: number;
+}
+
+/** One autocannon run; `next` makes each request (a random item, the next order...). */
+async function load(target: Target, apiKey: string, next: () => Request, seconds: number): Promise<Measured> {
+  let peak = await currentRssMb(target.child.pid!);
+  const sampler = setInterval(() => {
+    void currentRssMb(target.child.pid!).then((rss) => { peak = Math.max(peak, rss); });
+  }, 100);
+  const result = await autocannon({
+    url: target.base,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+    requests: [{
+      setupRequest: (request) => {
+        const { method, path, body } = next();
+        return { ...request, method, path: API_PREFIX + path, body: body === undefined ? undefined : JSON.stringify(body) };
+      },
+    }],
+  });
+  clearInterval(sampler);
+  return {
+    requestsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    status5xx: result['5xx'],
+    errors: result.errors + result.timeouts,
+    peakRssMb: Math.round(peak),
+  };
+}
+
+const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
+
+// --- The database and its data -------------------------------------------------------------------------------
+const server = await startScratchServer('bench');
+const database = `stockroom_bench_${process.pid}`;
+const url = await createDatabase(server.adminUrl, database);
+await migrateLatest(url);
+const db = createDb(url, 4);
+const secretKey = randomBytes(32);
+
+// The subscriptions' receiver: the API scenarios run without a worker, so it only answers the odd request.
+const receiver = http.createServer((request, response) => { request.resume(); request.on('end', () => response.end('ok')); });
+receiver.listen(0, '127.0.0.1');
+await once(receiver, 'listening');
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+log(`Seeding ${SEED_SIZES.items} items, ${SEED_SIZES.locations} locations, ${SEED_SIZES.movements} movements, ${SEED_SIZES.salesOrders} sales orders...`);
+const seeded = await seed(db, SEED_SIZES, [`${receiverUrl}/a`, `${receiverUrl}/b`], secretKey);
+log(`Seeded in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+
+const poolMax = process.env.DB_POOL_MAX ?? '10';
+const ours = await startTarget('stockroom', 'server/main.ts', {
+  DATABASE_URL: url, WEBHOOK_SECRET_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true',
+  LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
+}, '/health');
+const raw = await startTarget('raw', 'bench/raw-server.ts', { DATABASE_URL: url, DB_POOL_MAX: poolMax }, '/');
+
+// --- The scenarios -------------------------------------------------------------------------------------------
+const adjustable = seeded.itemIds.slice(0, 1000);
+const hot = { itemId: seeded.itemIds[0]!, locationId: seeded.locationIds[0]! };
+let nextOrder = 0;
+
+interface Scenario {
+  name: string;
+  request: () => Request;
+  /** Whether the raw server does the same work (the other scenarios have no baseline). */
+  baseline: boolean;
+}
+
+const adjustment = (itemId: string, locationId: string): Request => ({
+  method: 'POST', path: '/stock-adjustments', body: { itemId, locationId, quantity: 1 + Math.floor(Math.random() * 5), reason: 'bench' },
+});
+
+const scenarios: Scenario[] = [
+  { name: 'GET /items?limit=100', baseline: true, request: () => ({ method: 'GET', path: '/items?limit=100' }) },
+  { name: 'GET /items/{id}', baseline: true, request: () => ({ method: 'GET', path: `/items/${pick(seeded.itemIds)}` }) },
+  { name: 'GET /items?page=1000&limit=100', baseline: true, request: () => ({ method: 'GET', path: '/items?page=1000&limit=100' }) },
+  { name: 'GET /stock-levels?itemId=', baseline: true, request: () => ({ method: 'GET', path: `/stock-levels?itemId=${pick(seeded.itemIds)}` }) },
+  { name: 'POST /stock-adjustments (random of 1,000 items)', baseline: true, request: () => adjustment(pick(adjustable), pick(seeded.locationIds)) },
+  { name: 'POST /stock-adjustments (one hot item)', baseline: true, request: () => adjustment(hot.itemId, hot.locationId) },
+  {
+    name: 'POST /sales-orders (5 lines)', baseline: false, request: () => ({
+      method: 'POST', path: '/sales-orders',
+      body: { customerId: pick(seeded.customerIds), lineItems: Array.from({ length: 5 }, () => ({ itemId: pick(seeded.itemIds), quantity: 2 })) },
+    }),
+  },
+  {
+    name: 'POST /purchase-orders/{id}/close (10 lines)', baseline: false,
+    request: () => ({ method: 'POST', path: `/purchase-orders/${seeded.purchaseOrderIds[nextOrder++ % seeded.purchaseOrderIds.length]}/close` }),
+  },
+];
+
+interface Row extends Measured {
+  scenario: string;
+  baseline: Measured | null;
+  ratio: number | null;
+}
+const rows: Row[] = [];
+for (const scenario of scenarios) {
+  log(`${scenario.name}...`);
+  const targets = scenario.baseline ? [raw, ours] : [ours];
+  // A short warm-up each: JIT, pool connections and PostgreSQL's caches.
+  for (const target of targets) await load(target, seeded.apiKey, scenario.request, 2);
+  const baseline = scenario.baseline ? await load(raw, seeded.apiKey, scenario.request, DURATION) : null;
+  const measured = await load(ours, seeded.apiKey, scenario.request, DURATION);
+  rows.push({
+    scenario: scenario.name, ...measured, baseline,
+    ratio: baseline ? Number((measured.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)) : null,
+  });
+}
+
+// The hot row serialised: its level is the sum of its movements.
+const hotCheck = await db.raw(`select l.quantity as level, (select sum(quantity) from stock_movements m
+    where m.account_id = l.account_id and m.item_id = l.item_id and m.location_id = l.location_id) as movements
+  from stock_levels l where account_id = ? and item_id = ? and location_id = ?`, [seeded.accountId, hot.itemId, hot.locationId]);
+const hotRow = hotCheck.rows[0] as { level: number; movements: number };
+const webPeakRssMb = await peakRssMb(ours.child.pid);
+await stopTarget(ours);
+await stopTarget(raw);
+await db.destroy();
+await dropDatabase(server.adminUrl, database);
+receiver.close();
+
+log(`Webhook delivery (${values.events} events x 2 subscriptions, a real worker)...`);
+const webhooks = await runWebhookBench({ adminUrl: server.adminUrl, events: Number(values.events), idleEvents: 200 });
+await server.stop();
+
+// --- The table -----------------------------------------------------------------------------------------------
+const fmt = (value: number | null | undefined, digits = 0) => (value === null || value === undefined ? '-' : value.toFixed(digits));
+const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'peak RSS MB', 'raw req/s', 'raw p50 ms', 'ratio'];
+const table = rows.map((row) => [
+  row.scenario, fmt(row.requestsPerSecond), fmt(row.p50Ms), fmt(row.p99Ms), `${row.non2xx}${row.status5xx ? ` (${row.status5xx} 5xx)` : ''}`,
+  fmt(row.peakRssMb), fmt(row.baseline?.requestsPerSecond), fmt(row.baseline?.p50Ms), fmt(row.ratio, 2),
+]);
+const pageOne = rows.find((row) => row.scenario === 'GET /items?limit=100')!;
+const deep = rows.find((row) => row.scenario === 'GET /items?page=1000&limit=100')!;
+const markdown = [
+  `| ${header.join(' | ')} |`,
+  `|${header.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
+  ...table.map((cells) => `| ${cells.join(' | ')} |`),
+].join('\n');
+const notes = [
+  `page 1000 costs ${(pageOne.p50Ms ? deep.p50Ms / pageOne.p50Ms : NaN).toFixed(2)}x page 1 (p50), ${(pageOne.requestsPerSecond / deep.requestsPerSecond).toFixed(2)}x (req/s)`,
+  `hot row: level ${hotRow.level}, sum of its movements ${hotRow.movements} (${Number(hotRow.level) === Number(hotRow.movements) ? 'equal' : 'DIFFERENT'})`,
+  `web process peak RSS (VmHWM) over every scenario: ${webPeakRssMb ?? 'n/a'} MB`,
+  `webhooks: ${webhooks.deliveriesPerSecond} deliveries/s (${webhooks.events} events x ${webhooks.subscriptions}), `
+    + `idle commit-to-delivery p50 ${webhooks.idleP50Ms.toFixed(1)} ms / p99 ${webhooks.idleP99Ms.toFixed(1)} ms, `
+    + `under backlog p50 ${webhooks.backlogP50Ms.toFixed(0)} ms / p99 ${webhooks.backlogP99Ms.toFixed(0)} ms, `
+    + `lost ${webhooks.lost}, doubled ${webhooks.doubled}, worker peak RSS ${webhooks.workerPeakRssMb ?? 'n/a'} MB`,
+];
+const machine = `${os.cpus().length} x ${os.cpus()[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.version}, `
+  + `${server.embedded ? 'embedded PostgreSQL' : 'DATABASE_URL'}, autocannon -c ${CONNECTIONS} -d ${DURATION}, DB_POOL_MAX ${poolMax}`;
+
+log(`\n${machine}\n\n${markdown}\n\n${notes.map((note) => `- ${note}`).join('\n')}`);
+await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+await writeFile(new URL('./results/latest.json', import.meta.url), `${JSON.stringify({
+  date: new Date().toISOString(), machine, connections: CONNECTIONS, durationSeconds: DURATION, seed: SEED_SIZES,
+  scenarios: rows, hotRow, webPeakRssMb, webhooks, markdown, notes,
+}, null, 2)}\n`);
+log(`\nWritten to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
+process.exit(0);
