@@ -240,3 +240,22 @@ test('a page loop sees every record once while new records are being created', a
   t.deepEqual(seen, [...initial, ...added]);
   t.is(new Set(seen).size, seen.length);
 });
+
+test('a page loop does not skip a record when another leaves the list mid-loop; deep pages are remembered', async (t) => {
+  const { api } = await h.newAccount();
+  const items = await createItems(api, 30, 'LEAVE');
+  const first = await api.get('/items?page=1&limit=10');
+  t.deepEqual(first.body.data.map((i: { id: string }) => i.id), items.slice(0, 10));
+  // An item already seen is archived: by offset, page 2 would now start at the 12th item and skip the 11th.
+  await api.delete(`/items/${items[3]}`);
+  const second = await api.get('/items?page=2&limit=10');
+  t.deepEqual(second.body.data.map((i: { id: string }) => i.id), items.slice(10, 20));
+  t.is(second.body.page, 2);
+
+  // A page asked for again starts where it did; another page size, or the other collection name, is another
+  // list, read by offset at its first visit.
+  t.deepEqual((await api.get('/items?limit=10&page=2')).body.data, second.body.data);
+  const remaining = items.filter((_, i) => i !== 3);
+  t.deepEqual((await api.get('/items?page=2&limit=5')).body.data.map((i: { id: string }) => i.id), remaining.slice(5, 10));
+  t.deepEqual((await api.get('/inventory-items?page=3&size=10')).body.data.map((i: { id: string }) => i.id), remaining.slice(20, 30));
+});

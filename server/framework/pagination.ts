@@ -1,6 +1,7 @@
 // Paging shared by every list endpoint: `page` with `limit` or `size`, `updatedSince`, and a `Link` to the
 // next page whose cursor makes deep pages cost what the first one does.
 import type { Knex } from 'knex';
+import { LRUCache } from 'lru-cache';
 import { isUuid } from '../../shared/accounts.ts';
 import type { AppContext } from './context.ts';
 import { ValidationError } from './errors.ts';
@@ -56,6 +57,8 @@ interface Cursor {
   sort: SortKey;
   at: string;
   id: string;
+  /** The page starts at this row (a remembered page start) rather than after it (a `Link` cursor). */
+  inclusive?: boolean;
 }
 
 export interface PageRequest {
@@ -119,7 +122,8 @@ export async function fetchPage<Row extends PagedRow>(
   const order = request.descending ? 'desc' : 'asc';
   const ordering = [{ column: sortColumn, order }, { column: `${table}.id`, order }];
   if (request.cursor) {
-    query.whereRaw(`(??, ??) ${request.descending ? '<' : '>'} (?::timestamptz, ?::uuid)`, [sortColumn, `${table}.id`, request.cursor.at, request.cursor.id]);
+    const operator = `${request.descending ? '<' : '>'}${request.cursor.inclusive ? '=' : ''}`;
+    query.whereRaw(`(??, ??) ${operator} (?::timestamptz, ?::uuid)`, [sortColumn, `${table}.id`, request.cursor.at, request.cursor.id]);
   } else if (request.page > 1) {
     // A deferred join: the OFFSET skips ids only, in an index-only scan of (account_id, sort column, id), and
     // only the page's rows are read from the table. Page 1,000 then costs about what page 1 does.
@@ -130,11 +134,37 @@ export async function fetchPage<Row extends PagedRow>(
   return query.orderBy(ordering).limit(request.limit);
 }
 
+// Where pages begin, remembered per account, list, filters and page size. Clients loop on page numbers (the
+// interface document's way), so the start of page N+1 is where the page N just served ended: page N+1 is read
+// from there like a `Link` cursor, at the cost of page 1 however deep, and a record that leaves the list mid-loop
+// (an archived item) does not shift the next page and hide a record. A first visit to a deep page, or one served
+// by another web process, falls back to the offset; its start is remembered for the next visit.
+const pageStarts = new LRUCache<string, Cursor>({ max: 20_000, ttl: 10 * 60_000 });
+
+function pageStartKey(ctx: AppContext, request: PageRequest, page: number): string {
+  const params = new URLSearchParams(ctx.querystring);
+  for (const name of ['page', 'cursor', 'limit', 'size']) params.delete(name);
+  params.sort();
+  return `${ctx.state.auth?.accountId} ${ctx.path} ${params} ${request.limit} ${page}`;
+}
+
+/** The request, reading a deep page from where it was remembered to begin. */
+export function withRememberedStart(ctx: AppContext, request: PageRequest): PageRequest {
+  if (request.cursor || request.page === 1) return request;
+  const start = pageStarts.get(pageStartKey(ctx, request, request.page));
+  return start?.sort === request.sort ? { ...request, cursor: start } : request;
+}
+
 /** The list body, and a `Link` to the next page whenever this one is full. */
 export function pageReply<Row extends PagedRow, T>(ctx: AppContext, request: PageRequest, rows: Row[], toRecord: (row: Row) => T): Reply {
   const body = { data: rows.map(toRecord), page: request.page, limit: request.limit };
+  const first = rows[0];
+  if (first && request.page > 1) {
+    pageStarts.set(pageStartKey(ctx, request, request.page), { sort: request.sort, at: first[request.sort], id: first.id, inclusive: true });
+  }
   const last = rows.at(-1);
   if (rows.length < request.limit || !last) return { status: 200, body };
+  pageStarts.set(pageStartKey(ctx, request, request.page + 1), { sort: request.sort, at: last[request.sort], id: last.id });
 
   const params = new URLSearchParams(ctx.querystring);
   params.delete('size');

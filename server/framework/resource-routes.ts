@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { recordEvent, type EventType } from '../../shared/events.ts';
 import type { OwnedRow } from './crud.ts';
 import { NotFoundError } from './errors.ts';
-import { listOf, pageReply, pageRequest, type PageRequest } from './pagination.ts';
+import { listOf, pageReply, pageRequest, withRememberedStart, type PageRequest } from './pagination.ts';
 import { created, defineRoute, ok, type AnyRoute } from './route.ts';
 import type { AnyStruct, Struct } from './schema.ts';
 
@@ -32,7 +32,7 @@ export function listRoute<Row extends OwnedRow, Rec, Query>(spec: ListRouteSpec<
     query: spec.query,
     success: { status: 200, description: 'A page of records', schema: listOf(spec.name, spec.record), list: true },
     handler: async ({ db, auth, query, ctx }) => {
-      const page = pageRequest(query as Query & object, { descending: spec.newestFirst });
+      const page = withRememberedStart(ctx, pageRequest(query as Query & object, { descending: spec.newestFirst }));
       return pageReply(ctx, page, await spec.list(db, auth.accountId, query, page), spec.toRecord);
     },
   });

@@ -3,7 +3,7 @@ import { deliveryJob, dispatchTo, recordPing } from '../../../shared/events.ts';
 import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
 import { findOwned } from '../../framework/crud.ts';
 import { NotFoundError } from '../../framework/errors.ts';
-import { listOf, pageReply, pageRequest } from '../../framework/pagination.ts';
+import { listOf, pageReply, pageRequest, withRememberedStart } from '../../framework/pagination.ts';
 import { getRoute, listRoute } from '../../framework/resource-routes.ts';
 import { accepted, created, defineRoute, noContent, ok, type Resolution, type RouteDeps, type RouteInput } from '../../framework/route.ts';
 import {
@@ -104,7 +104,7 @@ export const webhookRoutes = [
     errors: notFound,
     handler: async ({ db, auth, params, query, ctx }) => {
       const webhook = await requireWebhook(db, auth.accountId, params.id);
-      const page = pageRequest(query, { descending: true });
+      const page = withRememberedStart(ctx, pageRequest(query, { descending: true }));
       return pageReply(ctx, page, await listDeliveries(db, auth.accountId, webhook.id, query, page), toDelivery);
     },
   }),
