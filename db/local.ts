@@ -1,5 +1,7 @@
 // The database a command uses when DATABASE_URL is absent: the embedded PostgreSQL in the project's data folder.
 import pg from 'pg';
+import { createDb, type Db } from './knex.ts';
+import { migrateLatest } from './migrations.ts';
 import type { Config } from '../shared/config.ts';
 import { embeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from './embedded.ts';
 
@@ -35,4 +37,20 @@ export async function resolveDatabase(config: Config, onLog?: (message: string) 
 async function startOrReuse(config: Config, onLog?: (message: string) => void): Promise<EmbeddedServer | undefined> {
   if (await answers(embeddedUrl(config.embeddedPgPort, 'postgres'))) return undefined;
   return startEmbeddedPostgres({ dataDir: config.embeddedPgDir, port: config.embeddedPgPort, onLog });
+}
+
+/**
+ * Runs `work` for a one-off command (the CLI, the consistency check) against DATABASE_URL, or the embedded
+ * database of `npm start` (running or not; started here it may be new, so its schema is brought up first).
+ */
+export async function withCommandDatabase<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
+  const database = await resolveDatabase(config);
+  const db = createDb(database.url, 1);
+  try {
+    if (database.server) await migrateLatest(database.url);
+    return await work(db);
+  } finally {
+    await db.destroy();
+    await database.server?.stop();
+  }
 }
