@@ -83,13 +83,18 @@ export function whereId(query: Knex.QueryBuilder, column: string, id: string | u
   else query.whereRaw('false');
 }
 
-/** Child rows by their parent's id (Map.groupBy, which our TypeScript lib target does not know yet). */
-export function groupByParent<Row>(rows: Row[], parentId: (row: Row) => string): Map<string, Row[]> {
-  const groups = new Map<string, Row[]>();
-  for (const row of rows) {
-    const group = groups.get(parentId(row));
-    if (group) group.push(row);
-    else groups.set(parentId(row), [row]);
-  }
-  return groups;
+/**
+ * The parents, each with its child rows under `key`: `children` reads the rows of every parent at once (scoped to
+ * the account, in the order they belong in), so a page of records costs one query more, whatever its size.
+ */
+export async function withChildren<Parent extends { id: string }, Child, Key extends string>(
+  parents: Parent[],
+  key: Key,
+  children: (parentIds: string[]) => Promise<Child[]>,
+  parentId: (child: Child) => string,
+): Promise<Array<Parent & Record<Key, Child[]>>> {
+  if (parents.length === 0) return [];
+  const byParent = new Map<string, Child[]>(parents.map((parent) => [parent.id, []]));
+  for (const child of await children(parents.map((parent) => parent.id))) byParent.get(parentId(child))?.push(child);
+  return parents.map((parent) => ({ ...parent, [key]: byParent.get(parent.id)! }) as Parent & Record<Key, Child[]>);
 }

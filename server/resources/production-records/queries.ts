@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { findOwned, groupByParent, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
+import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
 
@@ -35,17 +35,15 @@ export function toProductionRecord(row: ProductionRecordWithComponents): Product
 }
 
 /** The components of every record given, in one query whatever their number. */
-async function withComponents(db: Knex, accountId: string, records: ProductionRecordRow[]): Promise<ProductionRecordWithComponents[]> {
-  if (records.length === 0) return [];
+function withComponents(db: Knex, accountId: string, records: ProductionRecordRow[]): Promise<ProductionRecordWithComponents[]> {
   // Components carry no account of their own: the join keeps the read scoped to the account all the same.
-  const components: ComponentRow[] = await db('production_record_components as c')
+  return withChildren(records, 'components', (ids): Promise<ComponentRow[]> => db('production_record_components as c')
     .join('production_records as r', 'r.id', 'c.production_record_id')
     .where('r.account_id', accountId)
-    .whereIn('c.production_record_id', records.map((record) => record.id))
+    .whereIn('c.production_record_id', ids)
     .orderBy([{ column: 'c.production_record_id' }, { column: 'c.position' }])
-    .select('c.*');
-  const byRecord = groupByParent(components, (component) => component.production_record_id);
-  return records.map((record) => ({ ...record, components: byRecord.get(record.id) ?? [] }));
+    .select('c.*'),
+  (component) => component.production_record_id);
 }
 
 export async function insertProductionRecord(

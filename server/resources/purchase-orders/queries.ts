@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { findOwned, groupByParent, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
+import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { PurchaseOrderStatus } from './lifecycle.ts';
 import { orderTotal, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery } from './schema.ts';
@@ -43,14 +43,10 @@ export function toPurchaseOrder(row: PurchaseOrderWithLines): PurchaseOrder {
 }
 
 /** The lines of every order given, in one query whatever their number. */
-async function withLines(db: Knex, accountId: string, orders: PurchaseOrderRow[]): Promise<PurchaseOrderWithLines[]> {
-  if (orders.length === 0) return [];
-  const lines: PurchaseOrderLineRow[] = await db('purchase_order_lines')
-    .where({ account_id: accountId })
-    .whereIn('purchase_order_id', orders.map((order) => order.id))
-    .orderBy([{ column: 'purchase_order_id' }, { column: 'position' }]);
-  const byOrder = groupByParent(lines, (line) => line.purchase_order_id);
-  return orders.map((order) => ({ ...order, lines: byOrder.get(order.id) ?? [] }));
+function withLines(db: Knex, accountId: string, orders: PurchaseOrderRow[]): Promise<PurchaseOrderWithLines[]> {
+  return withChildren(orders, 'lines', (ids): Promise<PurchaseOrderLineRow[]> =>
+    db('purchase_order_lines').where({ account_id: accountId }).whereIn('purchase_order_id', ids).orderBy(['purchase_order_id', 'position']),
+  (line) => line.purchase_order_id);
 }
 
 export async function insertPurchaseOrder(trx: Knex.Transaction, accountId: string, userId: string, input: CreatePurchaseOrder): Promise<PurchaseOrderWithLines> {

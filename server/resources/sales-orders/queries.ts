@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { ConflictError } from '../../framework/errors.ts';
-import { findOwned, insertOwned, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
+import { findOwned, insertOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
 import type { SalesOrder, SalesOrderLine, SalesOrderListQuery, SalesOrderStatus } from './schema.ts';
@@ -48,15 +48,10 @@ export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
 }
 
 /** The lines of several orders in one query, attached to their orders. */
-export async function withLines(db: Knex, accountId: string, orders: SalesOrderRow[]): Promise<SalesOrderWithLines[]> {
-  if (orders.length === 0) return [];
-  const lines: SalesOrderLineRow[] = await db('sales_order_lines')
-    .where({ account_id: accountId })
-    .whereIn('sales_order_id', orders.map((order) => order.id))
-    .orderBy(['sales_order_id', 'position']);
-  const byOrder = new Map<string, SalesOrderLineRow[]>(orders.map((order) => [order.id, []]));
-  for (const line of lines) byOrder.get(line.sales_order_id)!.push(line);
-  return orders.map((order) => ({ ...order, lines: byOrder.get(order.id)! }));
+export function withLines(db: Knex, accountId: string, orders: SalesOrderRow[]): Promise<SalesOrderWithLines[]> {
+  return withChildren(orders, 'lines', (ids): Promise<SalesOrderLineRow[]> =>
+    db('sales_order_lines').where({ account_id: accountId }).whereIn('sales_order_id', ids).orderBy(['sales_order_id', 'position']),
+  (line) => line.sales_order_id);
 }
 
 export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<SalesOrderWithLines | undefined> {
