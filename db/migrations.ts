@@ -10,6 +10,7 @@ import * as webhooks from './migrations/005_webhooks.ts';
 import * as idempotency from './migrations/006_idempotency.ts';
 import * as deliveryKinds from './migrations/007_delivery_kinds.ts';
 import * as listIndexes from './migrations/008_list_indexes.ts';
+import * as deliveryForeignKeys from './migrations/009_delivery_foreign_keys.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '006_idempotency': idempotency,
   '007_delivery_kinds': deliveryKinds,
   '008_list_indexes': listIndexes,
+  '009_delivery_foreign_keys': deliveryForeignKeys,
 };
 
 const source: Knex.MigrationSource<string> = {
