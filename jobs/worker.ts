@@ -8,6 +8,7 @@ import { toKnexLogger, toWorkerLogger, type Logger } from '../shared/logger.ts';
 import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import { makeDispatchEvent } from './events__dispatch.ts';
 import { startHeartbeat } from './heartbeat.ts';
+import { createDeliveries } from './deliveries.ts';
 import { createPoster } from './http-post.ts';
 import { makePruneIdempotencyKeys } from './idempotency__prune.ts';
 import { createOriginSlots } from './origin-slots.ts';
@@ -27,15 +28,26 @@ export interface WorkerOptions {
 }
 
 const PRUNE_TASK = 'webhooks__prune';
+// graphile-worker's own: the one it listens on for new jobs, and those that fetch, complete and fail them in batches.
+const GRAPHILE_CONNECTIONS = 4;
 const PRUNE_KEYS_TASK = 'idempotency__prune';
 
 export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
   if (!config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not set: the worker needs it to sign webhook deliveries');
-  const db = createDb(connectionString, config.workerConcurrency + 2, toKnexLogger(logger));
+  // Connections do not grow with WORKER_CONCURRENCY: the tasks' statements are batched (see batched.ts).
+  const db = createDb(connectionString, config.dbPoolMax, toKnexLogger(logger));
   const poster = createPoster({
     timeoutMs: config.webhookTimeoutMs,
     // In development receivers may live on this machine; otherwise only public addresses are connected to.
     lookup: config.allowInsecureWebhookUrls ? undefined : guardedLookup(options.resolveHost ?? systemResolve),
+  });
+  const deliveries = createDeliveries({
+    db, poster,
+    originSlots: createOriginSlots(config.webhookMaxPerOrigin, config.webhookTimeoutMs),
+    secretKey: config.webhookSecretKey,
+    timeoutMs: config.webhookTimeoutMs,
+    allowInsecure: config.allowInsecureWebhookUrls,
+    retryDelaysMs: options.retryDelaysMs,
   });
   const workerIds: string[] = [];
   const events: WorkerEvents = new EventEmitter();
@@ -44,7 +56,7 @@ export async function startWorker(config: Config, connectionString: string, logg
   // graphile-worker stops listening for its pool's errors before it is done with the pool, so an idle connection
   // dropped in between (PostgreSQL stopping with us, say) would crash the process: this pool is ours, listened to
   // until we close it.
-  const pgPool = new pg.Pool({ connectionString, max: config.workerConcurrency + 2 });
+  const pgPool = new pg.Pool({ connectionString, max: GRAPHILE_CONNECTIONS });
   const connectionFailed = (error: Error) => logger.warn({ err: error }, 'a database connection of the worker failed');
   pgPool.on('error', connectionFailed);
   pgPool.on('connect', (client) => client.on('error', connectionFailed));
@@ -66,20 +78,13 @@ export async function startWorker(config: Config, connectionString: string, logg
     // Signals are handled by our own shutdown so that the worker stops before the database pool closes.
     noHandleSignals: true,
     // On stop, deliveries still running after half the shutdown time are aborted and handed to another worker
-    // at once (see webhooks__deliver), so that the process exits within SHUTDOWN_TIMEOUT_MS.
+    // at once (see jobs/deliveries.ts), so that the process exits within SHUTDOWN_TIMEOUT_MS.
     gracefulShutdownAbortTimeout: Math.floor(config.shutdownTimeoutMs / 2),
     logger: toWorkerLogger(logger),
     events,
     taskList: {
-      [DISPATCH_EVENT_TASK]: makeDispatchEvent(db),
-      [DELIVER_WEBHOOK_TASK]: makeDeliverWebhook({
-        db, poster,
-        originSlots: createOriginSlots(config.webhookMaxPerOrigin, config.webhookTimeoutMs),
-        secretKey: config.webhookSecretKey,
-        timeoutMs: config.webhookTimeoutMs,
-        allowInsecure: config.allowInsecureWebhookUrls,
-        retryDelaysMs: options.retryDelaysMs,
-      }),
+      [DISPATCH_EVENT_TASK]: makeDispatchEvent(db, deliveries, config.webhookTimeoutMs),
+      [DELIVER_WEBHOOK_TASK]: makeDeliverWebhook(db, deliveries, config.webhookTimeoutMs),
       [PRUNE_TASK]: makePruneDeliveries(db),
       [PRUNE_KEYS_TASK]: makePruneIdempotencyKeys(db),
     },

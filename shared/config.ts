@@ -73,7 +73,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
-  const workerConcurrency = readInt(env, 'WORKER_CONCURRENCY', 10);
+  // A job mostly waits (on a receiver, on a batched statement): a slot costs a little memory and no connection.
+  const workerConcurrency = readInt(env, 'WORKER_CONCURRENCY', 50);
   return Object.freeze({
     databaseUrl: readString(env, 'DATABASE_URL'),
     port: readInt(env, 'PORT', 3000, 0),

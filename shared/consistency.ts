@@ -10,14 +10,14 @@
 //   disabled subscription (which is sent nothing until re-enabled), or was made by redeliveries alone (an event
 //   the subscription did not want, sent on request). No job has failed for good.
 // - At most once after an acknowledgement: a dispatch has at most one succeeded scheduled attempt in the delivery
-//   log, and a succeeded attempt always set `acknowledged_at`. jobs/webhooks__deliver.ts claims a scheduled attempt
+//   log, and a succeeded attempt always set `acknowledged_at`. The claims (jobs/events__dispatch.ts, jobs/webhooks__deliver.ts) take a scheduled attempt
 //   only while `acknowledged_at` is null, and records the success and `acknowledged_at` in one transaction, so a
 //   second success of a scheduled attempt is an event acknowledged twice. Explicit redeliveries (the log's
 //   `redelivery`) are asked for and do not count. A receiver that answered 2xx to an attempt whose worker died
 //   before recording it gets the event again: that is the at-least-once promise, and only the receiver (by the
 //   `webhook-id` it already saw) can tell; the log never recorded the first success.
 import type { Db } from '../db/knex.ts';
-import { RETRY_DELAYS_S } from '../jobs/webhooks__deliver.ts';
+import { RETRY_DELAYS_S } from '../jobs/deliveries.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK, PING_EVENT } from './events.ts';
 
 export interface ConsistencyReport {
@@ -84,6 +84,8 @@ export async function checkConsistency(db: Db): Promise<ConsistencyReport> {
       and not (d.retry = 0 and d.attempts > 0)
       and not exists (select 1 from graphile_worker.jobs j
                       where j.key = 'webhook:' || d.webhook_id || ':' || d.event_id || ':' || d.retry)
+      -- The fan-out makes the first attempt: until its job is done, it answers for it.
+      and not (d.retry = 0 and exists (select 1 from graphile_worker.jobs j where j.key = 'event:' || d.event_id))
       -- The public jobs view leaves the payload out; redelivery jobs have no key to find them by.
       and not exists (select 1 from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
                       where t.identifier = ? and j.key is null

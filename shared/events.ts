@@ -90,7 +90,7 @@ export async function addJobs(db: Knex, jobs: JobSpec[]): Promise<void> {
 }
 
 // Attempts of the job itself, not of the delivery: they cover a worker that failed before it could record the
-// attempt (the database was down, say). The delivery's own schedule is in jobs/webhooks__deliver.ts.
+// attempt (the database was down, say). The delivery's own schedule is in jobs/deliveries.ts.
 const DELIVERY_JOB_ATTEMPTS = 10;
 
 export function deliveryJob(payload: DeliverWebhookPayload, runAt?: Date): JobSpec {
