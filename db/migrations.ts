@@ -1,5 +1,6 @@
 import { runMigrations as runWorkerMigrations } from 'graphile-worker';
-import { createLogger, toWorkerLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/logger.ts';
+import { toWorkerLogger } from '../shared/worker-logger.ts';
 import type { Knex } from 'knex';
 import { createDb } from './knex.ts';
 import * as foundation from './migrations/001_foundation.ts';

@@ -1,4 +1,3 @@
-import { Logger as WorkerLogger } from 'graphile-worker';
 import type { Knex } from 'knex';
 import { pino, type Logger } from 'pino';
 
@@ -22,20 +21,6 @@ const REDACT_PATHS = [
 export function createLogger(level: string, name?: string, destination?: NodeJS.WritableStream): Logger {
   const options = { level, name, redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
   return destination ? pino(options, destination) : pino(options);
-}
-
-// graphile-worker reports every job it completes at info: at thousands of deliveries a second that is noise, so
-// its info goes to debug; warnings and errors (failed jobs) stay.
-const WORKER_LEVELS = { error: 'error', warning: 'warn', info: 'debug', debug: 'debug' } as const;
-
-/** graphile-worker logs through its own interface; route it into pino so both processes log one JSON format. */
-export function toWorkerLogger(logger: Logger): WorkerLogger {
-  return new WorkerLogger((scope) => {
-    const child = logger.child(scope);
-    return (level, message, meta) => {
-      child[WORKER_LEVELS[level] ?? 'info'](meta ?? {}, message);
-    };
-  });
 }
 
 /** knex's own warnings (a pooled connection that died with the database, say) as JSON lines, not console text. */
