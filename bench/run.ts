@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -51,7 +51,6 @@ async function waitForHttp(url: string, child: ChildProcess): Promise<void> {
 }
 
 async function currentRssMb(pid: number): Promise<number> {
-  const { readFile } = await import('node:fs/promises');
   try {
     const kb = /VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1];
     return kb ? Number(kb) / 1024 : 0;
@@ -66,9 +65,9 @@ interface Target {
   base: string;
 }
 
-async function startTarget(name: string, script: string, env: Record<string, string>, readyPath: string): Promise<Target> {
+async function startTarget(name: string, args: string[], env: Record<string, string>, readyPath: string): Promise<Target> {
   const port = await freePort();
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(base + readyPath, child);
   return { name, child, base };
@@ -146,11 +145,13 @@ const seeded = await seed(db, SEED_SIZES, [`${receiverUrl}/a`, `${receiverUrl}/b
 log(`Seeded in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 const poolMax = process.env.DB_POOL_MAX ?? '10';
-const ours = await startTarget('stockroom', 'server/main.ts', {
+// Ours runs as the Procfile runs it in production, V8 flags included.
+const procfileWeb = /^web:\s*node\s+(.+)$/m.exec(await readFile('Procfile', 'utf8'))![1]!.trim().split(/\s+/);
+const ours = await startTarget('stockroom', procfileWeb, {
   DATABASE_URL: url, WEBHOOK_SECRET_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true',
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
 }, '/health');
-const raw = await startTarget('raw', 'bench/raw-server.ts', { DATABASE_URL: url, DB_POOL_MAX: poolMax }, '/');
+const raw = await startTarget('raw', ['bench/raw-server.ts'], { DATABASE_URL: url, DB_POOL_MAX: poolMax }, '/');
 
 // --- The scenarios -------------------------------------------------------------------------------------------
 const adjustable = seeded.itemIds.slice(0, 1000);
