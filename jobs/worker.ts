@@ -4,7 +4,8 @@ import pg from 'pg';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
-import { toKnexLogger, toWorkerLogger, type Logger } from '../shared/logger.ts';
+import { toKnexLogger, type Logger } from '../shared/logger.ts';
+import { toWorkerLogger } from '../shared/worker-logger.ts';
 import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import { makeDispatchEvent } from './events__dispatch.ts';
 import { startHeartbeat } from './heartbeat.ts';
@@ -28,8 +29,6 @@ export interface WorkerOptions {
 }
 
 const PRUNE_TASK = 'webhooks__prune';
-// graphile-worker's own: the one it listens on for new jobs, and those that fetch, complete and fail them in batches.
-const GRAPHILE_CONNECTIONS = 4;
 const PRUNE_KEYS_TASK = 'idempotency__prune';
 
 export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
@@ -55,8 +54,10 @@ export async function startWorker(config: Config, connectionString: string, logg
 
   // graphile-worker stops listening for its pool's errors before it is done with the pool, so an idle connection
   // dropped in between (PostgreSQL stopping with us, say) would crash the process: this pool is ours, listened to
-  // until we close it.
-  const pgPool = new pg.Pool({ connectionString, max: GRAPHILE_CONNECTIONS });
+  // until we close it. Its connections open as needed, graphile-worker's own few (listening for jobs, fetching,
+  // completing and failing them in batches); the size matches the concurrency only because graphile-worker warns
+  // about anything smaller.
+  const pgPool = new pg.Pool({ connectionString, max: config.workerConcurrency });
   const connectionFailed = (error: Error) => logger.warn({ err: error }, 'a database connection of the worker failed');
   pgPool.on('error', connectionFailed);
   pgPool.on('connect', (client) => client.on('error', connectionFailed));

@@ -6,7 +6,7 @@
 //   created or changed before the event, unless its fan-out job is still pending. (A subscription changed after
 //   the event cannot tell what it wanted then; it is left out.)
 // - Delivery: every dispatch is acknowledged, or has the job of its next scheduled attempt pending (the job whose
-//   key carries the dispatch's `retry`) or a redelivery pending, or has used up the retry schedule, or belongs to a
+//   key carries the dispatch's `retry`, or for the first attempt the event's fan-out job) or a redelivery pending, or has used up the retry schedule, or belongs to a
 //   disabled subscription (which is sent nothing until re-enabled), or was made by redeliveries alone (an event
 //   the subscription did not want, sent on request). No job has failed for good.
 // - At most once after an acknowledgement: a dispatch has at most one succeeded scheduled attempt in the delivery
