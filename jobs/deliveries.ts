@@ -103,8 +103,9 @@ const RECORD_COLUMNS = ['webhook_id', 'event_id', 'account_id', 'event_type', 's
 
 /**
  * For every attempt: its log row, its dispatch's new state, its webhook's health and the job of its next step, in
- * one statement, so a worker dying at any point leaves either all of it or none. Webhooks are locked in id order:
- * two workers recording attempts to the same webhooks never wait on each other in a circle. A webhook's row is
+ * one statement, so a worker dying at any point leaves either all of it or none. Webhooks are locked in id order,
+ * so two workers recording attempts to the same webhooks never wait on each other in a circle, and only as strongly
+ * as an update does (`no key update`): the foreign key checks of the log rows share their rows. A webhook's row is
  * written only when something failed or it was failing: successes to a healthy webhook do not queue on its row.
  */
 async function recordAttempts(db: Db, attempts: AttemptRecord[]): Promise<void[]> {
@@ -129,7 +130,7 @@ async function recordAttempts(db: Db, attempts: AttemptRecord[]): Promise<void[]
      ), locked as (
        select w.id from webhooks w join health h on h.webhook_id = w.id
        where not h.all_ok or w.failing_since is not null
-       order by w.id for update of w
+       order by w.id for no key update of w
      ), w as (
        update webhooks w set
          failing_since = case when h.ok then null else coalesce(w.failing_since, now()) end,
