@@ -6,16 +6,18 @@
 //   created or changed before the event, unless its fan-out job is still pending. (A subscription changed after
 //   the event cannot tell what it wanted then; it is left out.)
 // - Delivery: every dispatch is acknowledged, or has the job of its next scheduled attempt pending (the job whose
-//   key carries the dispatch's `retry`, or for the first attempt the event's fan-out job) or a redelivery pending, or has used up the retry schedule, or belongs to a
-//   disabled subscription (which is sent nothing until re-enabled), or was made by redeliveries alone (an event
-//   the subscription did not want, sent on request). No job has failed for good.
+//   key carries the dispatch's `retry`, or for the first attempt the event's fan-out job) or a redelivery pending,
+//   or has used up the retry schedule, or belongs to a disabled subscription (which is sent nothing until
+//   re-enabled), or was made by redeliveries alone (an event the subscription did not want, sent on request). No
+//   job has failed for good.
 // - At most once after an acknowledgement: a dispatch has at most one succeeded scheduled attempt in the delivery
-//   log, and a succeeded attempt always set `acknowledged_at`. The claims (jobs/events__dispatch.ts, jobs/webhooks__deliver.ts) take a scheduled attempt
-//   only while `acknowledged_at` is null, and records the success and `acknowledged_at` in one transaction, so a
-//   second success of a scheduled attempt is an event acknowledged twice. Explicit redeliveries (the log's
-//   `redelivery`) are asked for and do not count. A receiver that answered 2xx to an attempt whose worker died
-//   before recording it gets the event again: that is the at-least-once promise, and only the receiver (by the
-//   `webhook-id` it already saw) can tell; the log never recorded the first success.
+//   log, and a succeeded attempt always set `acknowledged_at`. The claims (jobs/events__dispatch.ts,
+//   jobs/webhooks__deliver.ts) take a scheduled attempt only while `acknowledged_at` is null, and jobs/deliveries.ts
+//   records the success and `acknowledged_at` in one transaction, so a second success of a scheduled attempt is an
+//   event acknowledged twice. Explicit redeliveries (the log's `redelivery`) are asked for and do not count. A
+//   receiver that answered 2xx to an attempt whose worker died before recording it gets the event again: that is
+//   the at-least-once promise, and only the receiver (by the `webhook-id` it already saw) can tell; the log never
+//   recorded the first success.
 import type { Db } from '../db/knex.ts';
 import { RETRY_DELAYS_S } from '../jobs/deliveries.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK, PING_EVENT } from './events.ts';
