@@ -61,6 +61,21 @@ function describeEmptyError(ctx: AppContext): void {
   }
 }
 
+// An outage answers thousands of requests a second with 503: one warning a second says so, with how many since
+// the last one, rather than a line and a stack trace for each.
+const UNAVAILABLE_WARNING_EVERY_MS = 1000;
+let unavailableWarnedAt = -Infinity;
+let unavailableSinceWarning = 0;
+
+function warnUnavailable(ctx: AppContext, thrown: unknown): void {
+  unavailableSinceWarning += 1;
+  const now = performance.now();
+  if (now - unavailableWarnedAt < UNAVAILABLE_WARNING_EVERY_MS) return;
+  ctx.state.log.warn({ err: thrown, answered503: unavailableSinceWarning }, 'database unavailable');
+  unavailableWarnedAt = now;
+  unavailableSinceWarning = 0;
+}
+
 /** The one place that turns a thrown error into a status and a JSON body. */
 export async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
   try {
@@ -72,7 +87,7 @@ export async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
     for (const [name, value] of Object.entries(error.headers ?? {})) ctx.set(name, value);
     if (apiError?.status === 503) {
       ctx.set('Retry-After', String(DB_RETRY_AFTER_S));
-      ctx.state.log.warn({ err: thrown }, 'database unavailable');
+      warnUnavailable(ctx, thrown);
     }
     if (apiError) {
       ctx.status = apiError.status;

@@ -65,6 +65,9 @@ test('a PostgreSQL restart under write load: fast 503s, recovery without a resta
   }
   t.is(healthDown.status, 503);
   t.deepEqual(web.lines.filter((line) => line.trim() && !line.startsWith('{')), [], 'the web process logged JSON only');
+  const warnings = web.lines.filter((line) => line.includes('"database unavailable"')).map((line) => JSON.parse(line));
+  t.true(warnings.length >= 1 && warnings.length <= OUTAGE_MS / 1000 + 3, `${warnings.length} warnings for ${unavailable.length} 503s: one a second`);
+  t.true(warnings.every((warning) => warning.answered503 >= 1));
   t.true(recovered, 'the same web process serves again');
   const firstServed = Math.min(...results.filter((r) => r.status === 201 && r.at > restarted).map((r) => r.at));
   t.true(Number.isFinite(firstServed), 'writes succeed again after the restart');
