@@ -53,8 +53,8 @@ try {
   const web = await startWebServer(config, db, logger);
   const worker = await startWorker(config, database.url, logger);
   const base = `http://localhost:${web.port}`;
-  say(`Stockroom API at ${base}${API_PREFIX} · Swagger UI at ${base}${API_PREFIX}/docs/swagger · Ctrl-C stops`);
   onShutdown(logger, config.shutdownTimeoutMs, web.close, worker.stop, () => db.destroy(), stopDatabase);
+  say(`Stockroom API at ${base}${API_PREFIX} · Swagger UI at ${base}${API_PREFIX}/docs/swagger · Ctrl-C stops`);
 } catch (error) {
   process.stderr.write(`Could not start: ${error instanceof Error ? error.message : String(error)}\n`);
   await stopDatabase();
