@@ -4,20 +4,17 @@
 // each, and prints its idle and peak RSS (VmHWM) with the requests per second. Figures, not assertions.
 //
 // Uses DATABASE_URL's server when set, or a throw-away embedded PostgreSQL.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createDb } from '../db/knex.ts';
 import { migrateLatest } from '../db/migrations.ts';
 import { API_PREFIX } from '../server/framework/openapi.ts';
-import { createDatabase, dropDatabase, freePort, startScratchServer } from '../test/helpers/database.ts';
+import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed } from './seed.ts';
-import { peakRssMb } from './webhook-delivery.ts';
+import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget } from './processes.ts';
 
-const procfileFlags = /^web:\s*node\s+(.*)server\/main\.ts/m.exec(await readFile('Procfile', 'utf8'))![1]!.trim();
+const procfileFlags = (await procfileWebArgs()).slice(0, -1).join(' ');
 const { values } = parseArgs({ options: { flags: { type: 'string', multiple: true, default: [procfileFlags, ''] } } });
 
 const server = await startScratchServer('bench');
@@ -30,25 +27,13 @@ process.stdout.write('Seeding 20,000 items and 50 locations...\n');
 const seeded = await seed(db, { items: 20_000, locations: 50, movements: 50_000, customers: 10, salesOrders: 10, purchaseOrders: 10 }, [], secretKey);
 const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
 
-async function currentRssMb(pid: number): Promise<number> {
-  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
-}
-
 const rows: string[][] = [];
 for (const flags of values.flags) {
-  const port = await freePort();
-  const web = spawn(process.execPath, [...flags.split(/\s+/).filter(Boolean), 'server/main.ts'], {
-    env: {
-      ...process.env, DATABASE_URL: url, PORT: String(port), WEBHOOK_SECRET_KEY: secretKey.toString('hex'), LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let tries = 0; tries < 100 && !(await fetch(`${base}/health`).then(() => true, () => false)); tries += 1) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const idle = await currentRssMb(web.pid!);
+  const web = await startTarget(flags || '(Node defaults)', [...flags.split(/\s+/).filter(Boolean), 'server/main.ts'], {
+    DATABASE_URL: url, WEBHOOK_SECRET_KEY: secretKey.toString('hex'), LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000',
+  }, '/health');
+  const idle = await currentRssMb(web.child.pid);
   const rates: number[] = [];
   for (const request of [
     () => ({ method: 'GET' as const, path: `${API_PREFIX}/items?limit=100` }),
@@ -58,15 +43,14 @@ for (const flags of values.flags) {
     }),
   ]) {
     const result = await autocannon({
-      url: base, connections: 50, duration: 8,
+      url: web.base, connections: 50, duration: 8,
       headers: { 'x-api-key': seeded.apiKey, 'content-type': 'application/json' },
       requests: [{ setupRequest: (defaults) => ({ ...defaults, ...request() }) }],
     });
     rates.push(Math.round(result.requests.average));
   }
-  rows.push([flags || '(Node defaults)', String(idle), String(await peakRssMb(web.pid)), String(rates[0]), String(rates[1])]);
-  web.kill('SIGTERM');
-  await once(web, 'exit');
+  rows.push([web.name, String(idle), String(await peakRssMb(web.child.pid)), String(rates[0]), String(rates[1])]);
+  await stopTarget(web);
 }
 await db.destroy();
 await dropDatabase(server.adminUrl, database);

@@ -3,12 +3,11 @@
 // process, runs each scenario with autocannon, then the webhook delivery scenario with a real worker. Prints one
 // table and writes it to bench/results/latest.json. Figures, not assertions: the machine is shared and noisy,
 // so read the ratios. Options: --duration seconds per scenario (10), --connections (50), --events (10000).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -17,7 +16,8 @@ import { migrateLatest } from '../db/migrations.ts';
 import { API_PREFIX } from '../server/framework/openapi.ts';
 import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed, SEED_SIZES } from './seed.ts';
-import { peakRssMb, runWebhookBench } from './webhook-delivery.ts';
+import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget, type Target } from './processes.ts';
+import { runWebhookBench } from './webhook-delivery.ts';
 
 const { values } = parseArgs({ options: {
   duration: { type: 'string', default: '10' },
@@ -28,55 +28,6 @@ const DURATION = Number(values.duration);
 const CONNECTIONS = Number(values.connections);
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const started = Date.now();
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  return port;
-}
-
-async function waitForHttp(url: string, child: ChildProcess): Promise<void> {
-  for (let tries = 0; tries < 300; tries += 1) {
-    if (child.exitCode !== null) throw new Error(`${url}: the process exited with ${child.exitCode}`);
-    try {
-      await fetch(url);
-      return;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  throw new Error(`${url} did not answer`);
-}
-
-async function currentRssMb(pid: number): Promise<number> {
-  try {
-    const kb = /VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb ? Number(kb) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
-interface Target {
-  name: string;
-  child: ChildProcess;
-  base: string;
-}
-
-async function startTarget(name: string, args: string[], env: Record<string, string>, readyPath: string): Promise<Target> {
-  const port = await freePort();
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
-  const base = `http://127.0.0.1:${port}`;
-  await waitForHttp(base + readyPath, child);
-  return { name, child, base };
-}
-
-async function stopTarget(target: Target): Promise<void> {
-  target.child.kill('SIGTERM');
-  if (target.child.exitCode === null) await once(target.child, 'exit');
-}
 
 interface Request {
   method: 'GET' | 'POST';
@@ -96,9 +47,9 @@ interface Measured {
 
 /** One autocannon run; `next` makes each request (a random item, the next order...). */
 async function load(target: Target, apiKey: string, next: () => Request, seconds: number): Promise<Measured> {
-  let peak = await currentRssMb(target.child.pid!);
+  let peak = (await currentRssMb(target.child.pid)) ?? 0;
   const sampler = setInterval(() => {
-    void currentRssMb(target.child.pid!).then((rss) => { peak = Math.max(peak, rss); });
+    void currentRssMb(target.child.pid).then((rss) => { peak = Math.max(peak, rss ?? 0); });
   }, 100);
   const result = await autocannon({
     url: target.base,
@@ -145,9 +96,7 @@ const seeded = await seed(db, SEED_SIZES, [`${receiverUrl}/a`, `${receiverUrl}/b
 log(`Seeded in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 const poolMax = process.env.DB_POOL_MAX ?? '10';
-// Ours runs as the Procfile runs it in production, V8 flags included.
-const procfileWeb = /^web:\s*node\s+(.+)$/m.exec(await readFile('Procfile', 'utf8'))![1]!.trim().split(/\s+/);
-const ours = await startTarget('stockroom', procfileWeb, {
+const ours = await startTarget('stockroom', await procfileWebArgs(), {
   DATABASE_URL: url, WEBHOOK_SECRET_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true',
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
 }, '/health');

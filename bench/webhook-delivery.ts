@@ -13,6 +13,7 @@ import { createAccount } from '../shared/accounts.ts';
 import { recordEvents } from '../shared/events.ts';
 import { encryptSecret, generateSecret } from '../shared/webhook-secrets.ts';
 import { createDatabase, dropDatabase } from '../test/helpers/database.ts';
+import { peakRssMb } from './processes.ts';
 
 export interface WebhookBenchOptions {
   /** The PostgreSQL server's maintenance database: the scenario creates and drops a database of its own. */
@@ -44,18 +45,6 @@ export interface WebhookBenchResult {
 const BATCH = 500;
 
 export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
-
-/** VmHWM: the process's peak resident set so far, in MB (null where /proc is not there). */
-export async function peakRssMb(pid: number | undefined): Promise<number | null> {
-  const { readFile } = await import('node:fs/promises');
-  try {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8');
-    const kb = /VmHWM:\s+(\d+)/.exec(status)?.[1];
-    return kb ? Math.round(Number(kb) / 1024) : null;
-  } catch {
-    return null;
-  }
-}
 
 export async function runWebhookBench(options: WebhookBenchOptions): Promise<WebhookBenchResult> {
   const log = options.log ?? (() => {});
