@@ -2,7 +2,7 @@
 // items, 50 locations, 1,000,000 stock movements and the levels they add up to, 100,000 sales orders with their
 // lines, confirmed purchase orders for the close scenario, and webhook subscriptions.
 import type { Db } from '../db/knex.ts';
-import { createAccount, createApiKey } from '../shared/accounts.ts';
+import { createAccount, createApiKey } from '../db/accounts.ts';
 import { encryptSecret, generateSecret } from '../shared/webhook-secrets.ts';
 
 export interface SeedSizes {

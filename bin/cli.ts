@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import type { Db } from '../db/knex.ts';
 import { withCommandDatabase } from '../db/local.ts';
-import { AccountError, createAccount, createApiKey, listApiKeys, revokeApiKey } from '../shared/accounts.ts';
+import { AccountError, createAccount, createApiKey, listApiKeys, revokeApiKey } from '../db/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]

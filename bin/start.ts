@@ -10,9 +10,9 @@ import { migrateLatest } from '../db/migrations.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { API_PREFIX } from '../server/framework/openapi.ts';
 import { startWebServer } from '../server/web.ts';
-import { countAccounts, createAccount, createApiKey } from '../shared/accounts.ts';
+import { countAccounts, createAccount, createApiKey } from '../db/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
-import { createLogger, toKnexLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/logger.ts';
 import { onShutdown } from '../shared/shutdown.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -40,7 +40,7 @@ try {
   const applied = await migrateLatest(database.url);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
 
-  const db = createDb(database.url, config.dbPoolMax, toKnexLogger(logger));
+  const db = createDb(database.url, config.dbPoolMax, logger);
   if ((await countAccounts(db)) === 0) {
     const { accountId } = await createAccount(db, 'Demo account', 'demo@example.com');
     const { key } = await createApiKey(db, { accountId, email: 'demo@example.com', label: 'demo' });

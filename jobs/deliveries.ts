@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import pkg from '../package.json' with { type: 'json' };
 import type { Db } from '../db/knex.ts';
 import type { Timestamp } from '../db/timestamps.ts';
-import { deliveryJob, type DeliverWebhookPayload, type JobSpec } from '../shared/events.ts';
+import { deliveryJob, RETRY_DELAYS_S, type DeliverWebhookPayload, type JobSpec } from '../shared/events.ts';
 import { createSigner } from '../shared/webhook-secrets.ts';
 import { urlProblem } from '../shared/webhook-urls.ts';
 import { batched } from './batched.ts';
@@ -15,8 +15,6 @@ import type { OriginSlots } from './origin-slots.ts';
 
 const USER_AGENT = `Stockroom-Webhooks/${pkg.version}`;
 
-/** Seconds to wait after each failed attempt: 15 attempts over about 3 days and 3 hours. */
-export const RETRY_DELAYS_S = [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 43200, 43200, 43200, 43200];
 /** A webhook that has answered nothing but failures for this long is disabled (`failing`). */
 const FAILING_TOO_LONG = "coalesce(w.failing_since <= now() - interval '5 days', false)";
 /** The longest `Retry-After` honoured. */

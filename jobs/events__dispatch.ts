@@ -4,7 +4,7 @@
 // The fan-outs of jobs running at once are claimed together, in one statement.
 import type { Task } from 'graphile-worker';
 import type { Db } from '../db/knex.ts';
-import { isUuid } from '../shared/accounts.ts';
+import { isUuid } from '../shared/guards.ts';
 import { isDispatchEventPayload, PING_EVENT } from '../shared/events.ts';
 import { batched } from './batched.ts';
 import { leaseSeconds, TARGET_COLUMNS, type Deliveries, type Target } from './deliveries.ts';

@@ -3,7 +3,7 @@
 // on an explicit redelivery), and a lease keeps two jobs from sending one dispatch at once.
 import type { Task } from 'graphile-worker';
 import type { Db } from '../db/knex.ts';
-import { isUuid } from '../shared/accounts.ts';
+import { isUuid } from '../shared/guards.ts';
 import { isDeliverWebhookPayload, type DeliverWebhookPayload } from '../shared/events.ts';
 import { leaseSeconds, TARGET_COLUMNS, type Deliveries, type Target } from './deliveries.ts';
 

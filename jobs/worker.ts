@@ -4,7 +4,7 @@ import pg from 'pg';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
-import { toKnexLogger, type Logger } from '../shared/logger.ts';
+import type { Logger } from '../shared/logger.ts';
 import { toWorkerLogger } from '../shared/worker-logger.ts';
 import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import { makeDispatchEvent } from './events__dispatch.ts';
@@ -34,7 +34,7 @@ const PRUNE_KEYS_TASK = 'idempotency__prune';
 export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
   if (!config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not set: the worker needs it to sign webhook deliveries');
   // Connections do not grow with WORKER_CONCURRENCY: the tasks' statements are batched (see batched.ts).
-  const db = createDb(connectionString, config.dbPoolMax, toKnexLogger(logger));
+  const db = createDb(connectionString, config.dbPoolMax, logger);
   const poster = createPoster({
     timeoutMs: config.webhookTimeoutMs,
     // In development receivers may live on this machine; otherwise only public addresses are connected to.

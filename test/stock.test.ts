@@ -3,6 +3,7 @@ import { moveStock } from '../server/resources/stock/ledger.ts';
 import { ConflictError } from '../server/framework/errors.ts';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches as mismatches } from './helpers/ledger.ts';
+import { dispatchJobKey } from '../shared/events.ts';
 
 const h = useHarness(test);
 
@@ -193,7 +194,7 @@ test('a committed movement leaves one movement, one event and one job; a rolled-
   // The public jobs view has no payload column; the job's key names the event.
   const job = await h.db.raw(
     `select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-     where t.identifier = 'events__dispatch' and j.key = ?`, [`event:${event.id}`]);
+     where t.identifier = 'events__dispatch' and j.key = ?`, [dispatchJobKey(event.id)]);
   t.deepEqual(job.rows.map((r: { payload: unknown }) => r.payload), [{ eventId: event.id }]);
 
   // A multi-line change whose transaction rolls back: the first line applied, the second could not.

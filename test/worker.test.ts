@@ -5,6 +5,7 @@ import { startWorker } from '../jobs/worker.ts';
 import { createLogger } from '../shared/logger.ts';
 import { testConfig, useHarness } from './helpers/harness.ts';
 import { eventually } from './helpers/receiver.ts';
+import { dispatchJobKey } from '../shared/events.ts';
 
 const h = useHarness(test);
 
@@ -32,7 +33,7 @@ test.serial('the worker completes the job of each committed event; with no subsc
   t.deepEqual(events.map((e) => e.type), ['item.created', 'stock.adjusted']);
 
   await withWorker(async () => {
-    const drained = await eventually(async () => !(await Promise.all(events.map((e) => pendingJob(`event:${e.id}`)))).some(Boolean));
+    const drained = await eventually(async () => !(await Promise.all(events.map((e) => pendingJob(dispatchJobKey(e.id))))).some(Boolean));
     t.true(drained, 'every event job was completed');
   });
   t.is((await h.db('webhook_dispatches').where({ account_id: account.accountId })).length, 0);

@@ -2,7 +2,7 @@
 // next page whose cursor makes deep pages cost what the first one does.
 import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
-import { isUuid } from '../../shared/accounts.ts';
+import { isUuid } from '../../shared/guards.ts';
 import type { AppContext } from './context.ts';
 import { ValidationError } from './errors.ts';
 import type { Reply } from './route.ts';

@@ -1,6 +1,6 @@
 // Checks that the records a request body names belong to the caller's account, naming every one that does not.
 import type { Knex } from 'knex';
-import { isUuid } from '../../shared/accounts.ts';
+import { isRecord, isUuid } from '../../shared/guards.ts';
 import { ValidationError, type Problem } from './errors.ts';
 
 type Table = 'items' | 'locations' | 'customers';
@@ -55,9 +55,6 @@ export interface ReferenceField {
   field: string;
   active?: boolean;
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The references a possibly malformed body makes; values that are not strings are the shape check's to report. */
 function referencesIn(body: unknown, fields: ReferenceField[]): Reference[] {

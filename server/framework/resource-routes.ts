@@ -1,7 +1,8 @@
 // Route builders shared by the resources: a paged list, a get by id, and for plain account-owned records the
 // whole list / get / create / update set.
 import type { Knex } from 'knex';
-import { recordEvent, type EventType } from '../../shared/events.ts';
+import { recordEvent } from '../../db/events.ts';
+import { type EventType } from '../../shared/events.ts';
 import type { OwnedRow } from './crud.ts';
 import { NotFoundError } from './errors.ts';
 import { listOf, pageReply, pageRequest, withRememberedStart, type PageRequest } from './pagination.ts';

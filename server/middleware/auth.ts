@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import type { Db } from '../../db/knex.ts';
-import { findApiKey } from '../../shared/accounts.ts';
+import { findApiKey } from '../../db/accounts.ts';
 import { ApiError } from '../framework/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 

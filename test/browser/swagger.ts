@@ -10,7 +10,7 @@ import { createDb, type Db } from '../../db/knex.ts';
 import { migrateLatest } from '../../db/migrations.ts';
 import { createApp } from '../../server/app.ts';
 import { API_PREFIX } from '../../server/framework/openapi.ts';
-import { createAccount, createApiKey } from '../../shared/accounts.ts';
+import { createAccount, createApiKey } from '../../db/accounts.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { createDatabase, dropDatabase, startScratchServer, type ScratchServer } from '../helpers/database.ts';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../db/embedded.ts';
 import type { Db } from '../../db/knex.ts';
 import { migrateLatest } from '../../db/migrations.ts';
-import { createAccount, createApiKey } from '../../shared/accounts.ts';
+import { createAccount, createApiKey } from '../../db/accounts.ts';
 import { freePort } from '../helpers/database.ts';
 import { startProcess, type Started } from '../helpers/processes.ts';
 

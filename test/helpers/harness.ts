@@ -6,7 +6,7 @@ import type { TestFn } from 'ava';
 import { createDb, type Db } from '../../db/knex.ts';
 import { createApp } from '../../server/app.ts';
 import { createHttpServer } from '../../server/web.ts';
-import { createAccount, createApiKey } from '../../shared/accounts.ts';
+import { createAccount, createApiKey } from '../../db/accounts.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import type { ResolveHost } from '../../shared/webhook-urls.ts';

@@ -1,5 +1,6 @@
 // What tests of stock-changing operations assert: the ledger invariant, and the rows a change left behind.
 import type { Db } from '../../db/knex.ts';
+import { dispatchJobKey, jobKeySql } from '../../shared/events.ts';
 
 /** For every item and location of the account whose level differs from the sum of its movements: that row. */
 export async function ledgerMismatches(db: Db, accountId: string): Promise<unknown[]> {
@@ -22,7 +23,7 @@ export async function footprint(db: Db, accountId: string, tables: string[]): Pr
     counts[table] = Number((await db(table).where({ account_id: accountId }).count({ n: '*' }).first())!.n);
   }
   const jobs = await db.raw(
-    `select count(*)::int as n from graphile_worker.jobs j join events e on j.key = 'event:' || e.id
+    `select count(*)::int as n from graphile_worker.jobs j join events e on j.key = ${jobKeySql(dispatchJobKey, 'e.id')}
      where j.task_identifier = 'events__dispatch' and e.account_id = ?`, [accountId]);
   counts.jobs = jobs.rows[0].n as number;
   return counts;

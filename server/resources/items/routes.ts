@@ -1,7 +1,7 @@
 import { NotFoundError } from '../../framework/errors.ts';
 import { resourceRoutes } from '../../framework/resource-routes.ts';
 import { defineRoute, ok } from '../../framework/route.ts';
-import { recordEvent } from '../../../shared/events.ts';
+import { recordEvent } from '../../../db/events.ts';
 import { findItem, insertItem, listItems, toItem, updateItem } from './queries.ts';
 import { CreateItem, Item, ItemListQuery, UpdateItem } from './schema.ts';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { recordEvent } from '../../../shared/events.ts';
+import { recordEvent } from '../../../db/events.ts';
 import { getRoute, listRoute } from '../../framework/resource-routes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute } from '../../framework/route.ts';

@@ -1,7 +1,7 @@
 // A create body's lines, in either shape, as order lines: the customer and the items they name are looked up in
 // one query per table (not one per line), and every problem is named by its path in the body as sent.
 import type { Knex } from 'knex';
-import { isUuid } from '../../../shared/accounts.ts';
+import { isRecord, isUuid } from '../../../shared/guards.ts';
 import { ValidationError, type Problem } from '../../framework/errors.ts';
 import { missingReferences } from '../../framework/references.ts';
 import type { Resolution } from '../../framework/route.ts';
@@ -45,7 +45,7 @@ async function findItems(db: Knex, accountId: string, column: 'id' | 'sku', keys
 function keysOf(lines: unknown, field: string): Array<[number, string]> {
   if (!Array.isArray(lines)) return [];
   return lines.flatMap((line: unknown, index) => {
-    const value = typeof line === 'object' && line !== null ? (line as Record<string, unknown>)[field] : undefined;
+    const value = isRecord(line) ? line[field] : undefined;
     return typeof value === 'string' ? [[index, value] as [number, string]] : [];
   });
 }
@@ -61,7 +61,7 @@ function lineProblem(item: OrderItem | undefined, path: string, missing: string,
 
 /** Looks up the customer and the items a create body names, whatever else is wrong with it. */
 export async function resolveSalesOrder(db: Knex, accountId: string, body: unknown): Promise<Resolution<OrderItems>> {
-  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const fields = isRecord(body) ? body : {};
   const problems = typeof fields.customerId === 'string'
     ? await missingReferences(db, accountId, [{ table: 'customers', id: fields.customerId, path: 'customerId' }])
     : [];

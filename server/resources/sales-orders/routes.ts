@@ -1,4 +1,4 @@
-import { recordEvent } from '../../../shared/events.ts';
+import { recordEvent } from '../../../db/events.ts';
 import { lockOwned } from '../../framework/crud.ts';
 import { NotFoundError } from '../../framework/errors.ts';
 import { requireReferences } from '../../framework/references.ts';

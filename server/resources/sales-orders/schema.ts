@@ -1,3 +1,4 @@
+import { isRecord } from '../../../shared/guards.ts';
 import { listQuery } from '../../framework/pagination.ts';
 import {
   decimal, describe, enums, id, list, named, nullable, object, oneOf, optional, text, timestamp, type Infer, type NoShape,
@@ -83,9 +84,6 @@ export const SalesOrderShapeB = named('SalesOrderShapeB', describe(object({
 
 /** Every field of either shape: a body that fits neither is still checked field by field. */
 const Shared = object({ customerId, ...numbers, lineItems: optional(lineItems), items: optional(items) });
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Which shape a body is in, by the list it carries: `lineItems` is shape A, `items` shape B. */
 export function shapeOf(body: unknown): 'A' | 'B' | 'both' | 'neither' {

@@ -2,7 +2,7 @@
 // with it in the same transaction, and each movement records a `stock.adjusted` event. Adjustments, transfers,
 // purchase receipts, production and sales fulfilment all call moveStock and nothing else.
 import type { Knex } from 'knex';
-import { recordEvents } from '../../../shared/events.ts';
+import { recordEvents } from '../../../db/events.ts';
 import { ConflictError } from '../../framework/errors.ts';
 import type { MovementType, SourceType, StockAdjustedEvent, StockMovement } from './schema.ts';
 import type { Timestamp } from '../../../db/timestamps.ts';

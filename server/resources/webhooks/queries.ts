@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { encryptSecret, generateSecret } from '../../../shared/webhook-secrets.ts';
-import { isUuid } from '../../../shared/accounts.ts';
+import { isUuid } from '../../../shared/guards.ts';
 import { findOwned, listOwned, toColumns, updateOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
 import { fetchPage, type PageRequest } from '../../framework/pagination.ts';
 import type { DeliveryListQuery, Webhook, WebhookDelivery } from './schema.ts';

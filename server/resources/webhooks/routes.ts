@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { deliveryJob, dispatchTo, recordPing } from '../../../shared/events.ts';
+import { dispatchTo, recordPing } from '../../../db/events.ts';
+import { deliveryJob } from '../../../shared/events.ts';
 import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
 import { findOwned } from '../../framework/crud.ts';
 import { NotFoundError } from '../../framework/errors.ts';

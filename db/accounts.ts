@@ -1,7 +1,8 @@
 // Accounts, their users and API keys: used by the operator CLI, `npm start`'s demo account and the web's auth.
 import { createHash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { Db } from '../db/knex.ts';
+import { isUuid } from '../shared/guards.ts';
+import type { Db } from './knex.ts';
 
 const KEY_PREFIX = 'srk_';
 
@@ -35,12 +36,6 @@ function generateKey(): string {
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
-
 function normaliseEmail(email: string): string {
   const value = email.trim().toLowerCase();
   if (!EMAIL.test(value)) throw new AccountError(`"${email}" is not a valid email address`);
