@@ -6,7 +6,9 @@ import { getRoute, listRoute } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { describeOperation, nextState, type TransitionTable } from '../../framework/transitions.ts';
 import { moveStock } from '../stock/ledger.ts';
-import { orderLines, orderTotal, resolveSalesOrder, type OrderItems } from './lines.ts';
+import { ORDER_TOTAL_TOO_LARGE, orderTotal } from '../../../shared/decimal.ts';
+import { ValidationError } from '../../framework/errors.ts';
+import { orderLines, resolveSalesOrder, type OrderItems } from './lines.ts';
 import { findSalesOrder, insertSalesOrder, listSalesOrders, setStatus, toSalesOrder, withLines, type SalesOrderRow } from './queries.ts';
 import { CreateSalesOrder, FulfillSalesOrder, SalesOrder, SalesOrderListQuery, type SalesOrderStatus } from './schema.ts';
 
@@ -37,7 +39,8 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
   resolve: ({ db, auth, body }) => resolveSalesOrder(db, auth.accountId, body),
   handler: async ({ db, auth, body, resolved }) => {
     const lines = orderLines(body, resolved);
-    const total = orderTotal(lines, 'lineItems' in body ? 'lineItems' : 'items');
+    const total = orderTotal(lines);
+    if (total === undefined) throw ValidationError.of('lineItems' in body ? 'lineItems' : 'items', ORDER_TOTAL_TOO_LARGE);
     return created(await db.transaction(async (trx) => {
       const order = toSalesOrder(await insertSalesOrder(trx, auth.accountId, {
         customerId: body.customerId, salesOrderNumber: body.salesOrderNumber, integrationSourceId: body.integrationSourceId, total,
