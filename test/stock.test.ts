@@ -129,8 +129,14 @@ test('a transfer moves stock in one transaction, or not at all', async (t) => {
   const same = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: s.mainId, quantity: 1 });
   t.is(same.status, 400);
   t.deepEqual(same.body.errors, [{ path: 'toLocationId', message: 'must differ from fromLocationId' }]);
+  // Shape and references in one 400: every problem of the body at once.
   const invalid = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: 'nope', quantity: -1 });
-  t.deepEqual(invalid.body.errors.map((e: { path: string }) => e.path), ['quantity']);
+  t.deepEqual(invalid.body.errors.map((e: { path: string }) => e.path), ['quantity', 'toLocationId']);
+  const sameAndUnknown = await s.api.post('/stock-transfers', { itemId: 'no-such-item', fromLocationId: s.mainId, toLocationId: s.mainId, quantity: 1 });
+  t.deepEqual(sameAndUnknown.body.errors, [
+    { path: 'toLocationId', message: 'must differ from fromLocationId' },
+    { path: 'itemId', message: 'no item with this id in your account' },
+  ]);
   const unknown = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: 'nope', quantity: 1 });
   t.deepEqual(unknown.body.errors.map((e: { path: string }) => e.path), ['toLocationId']);
   t.deepEqual(await ledgerMismatches(s.accountId), []);

@@ -1,7 +1,7 @@
 // Checks that the records a request body names belong to the caller's account, naming every one that does not.
 import type { Knex } from 'knex';
 import { isRecord, isUuid } from '../../shared/guards.ts';
-import { ValidationError, type Problem } from './errors.ts';
+import type { Problem } from './errors.ts';
 
 type Table = 'items' | 'locations' | 'customers';
 
@@ -39,11 +39,6 @@ export async function missingReferences(db: Knex, accountId: string, references:
     if (ref.active && archived.has(key)) return [{ path: ref.path, message: `is an archived ${LABELS[ref.table]}` }];
     return [];
   });
-}
-
-export async function requireReferences(db: Knex, accountId: string, references: Reference[]): Promise<void> {
-  const problems = await missingReferences(db, accountId, references);
-  if (problems.length) throw new ValidationError(problems);
 }
 
 /**

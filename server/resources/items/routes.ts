@@ -6,13 +6,13 @@ import { findItem, insertItem, listItems, toItem, updateItem } from './queries.t
 import { CreateItem, Item, ItemListQuery, UpdateItem } from './schema.ts';
 
 const items = resourceRoutes({
-  name: 'Item',
+  noun: 'item',
   path: '/items',
   tag: 'Items',
   record: Item,
   createBody: CreateItem,
   updateBody: UpdateItem,
-  listQuery: ItemListQuery,
+  query: ItemListQuery,
   toRecord: toItem,
   find: findItem,
   insert: insertItem,

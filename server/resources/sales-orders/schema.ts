@@ -3,9 +3,7 @@ import { listQuery } from '../../framework/pagination.ts';
 import {
   decimal, describe, enums, id, list, named, nullable, object, oneOf, optional, text, timestamp, type Infer, type NoShape,
 } from '../../framework/schema.ts';
-
-export const SALES_ORDER_STATUSES = ['open', 'fulfilled', 'cancelled'] as const;
-export type SalesOrderStatus = (typeof SALES_ORDER_STATUSES)[number];
+import { SALES_ORDER_STATUSES } from './lifecycle.ts';
 
 /** Lines one order may carry. */
 export const MAX_LINES = 1000;

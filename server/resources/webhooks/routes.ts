@@ -5,7 +5,7 @@ import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
 import { findOwned } from '../../framework/crud.ts';
 import { NotFoundError } from '../../framework/errors.ts';
 import { listOf, pageReply, pageRequest, withRememberedStart } from '../../framework/pagination.ts';
-import { getRoute, listRoute } from '../../framework/resource-routes.ts';
+import { readRoutes } from '../../framework/resource-routes.ts';
 import { accepted, created, defineRoute, noContent, ok, type Resolution, type RouteDeps, type RouteInput } from '../../framework/route.ts';
 import {
   deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, rotateSecret, toDelivery, toWebhook, updateWebhook, type WebhookRow,
@@ -42,6 +42,11 @@ function secretKey(input: Pick<RouteInput<unknown, unknown>, 'config'>): Buffer 
   return input.config.webhookSecretKey;
 }
 
+const webhooks = readRoutes({
+  path: '/webhooks', tag, noun: 'webhook', record: Webhook, query: WebhookListQuery,
+  list: listWebhooks, find: findWebhook, toRecord: toWebhook,
+});
+
 export const webhookRoutes = [
   defineRoute({
     method: 'post', path: '/webhooks', operationId: 'createWebhook', tag,
@@ -57,15 +62,8 @@ export const webhookRoutes = [
     },
   }),
 
-  listRoute({
-    path: '/webhooks', operationId: 'listWebhooks', tag, summary: 'List webhook subscriptions',
-    name: 'Webhook', record: Webhook, query: WebhookListQuery, list: listWebhooks, toRecord: toWebhook,
-  }),
-
-  getRoute({
-    path: '/webhooks/{id}', operationId: 'getWebhook', tag, summary: 'Get a webhook subscription',
-    name: 'Webhook', record: Webhook, find: findWebhook, toRecord: toWebhook,
-  }),
+  webhooks.list,
+  webhooks.get,
 
   defineRoute({
     method: 'patch', path: '/webhooks/{id}', operationId: 'updateWebhook', tag,
@@ -101,7 +99,7 @@ export const webhookRoutes = [
     description: 'Every attempt to deliver an event to this webhook, newest first: outcome, the receiver\'s status or '
       + 'the error, how long it took and the first kilobyte of its answer. Kept for 30 days.',
     query: DeliveryListQuery,
-    success: { status: 200, description: 'A page of attempts', schema: listOf('WebhookDelivery', WebhookDelivery), list: true },
+    success: { status: 200, description: 'A page of attempts', schema: listOf(WebhookDelivery), list: true },
     errors: notFound,
     handler: async ({ db, auth, params, query, ctx }) => {
       const webhook = await requireWebhook(db, auth.accountId, params.id);
