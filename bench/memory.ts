@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createDb } from '../db/knex.ts';
 import { migrateLatest } from '../db/migrations.ts';
-import { API_PREFIX } from '../server/framework/openapi.ts';
+import { API_PREFIX } from '../server/routes.ts';
 import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed } from './seed.ts';
 import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget } from './processes.ts';

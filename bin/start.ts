@@ -8,7 +8,7 @@ import { reachableDataDir } from '../db/embedded.ts';
 import { resolveDatabase, type LocalDatabase } from '../db/local.ts';
 import { migrateLatest } from '../db/migrations.ts';
 import { startWorker } from '../jobs/worker.ts';
-import { API_PREFIX } from '../server/framework/openapi.ts';
+import { API_PREFIX } from '../server/routes.ts';
 import { startWebServer } from '../server/web.ts';
 import { countAccounts, createAccount, createApiKey } from '../db/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';

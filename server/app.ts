@@ -16,9 +16,9 @@ import { handleErrors } from './middleware/errors.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestContext } from './middleware/request-id.ts';
-import { API_PREFIX } from './framework/openapi.ts';
 import { mountRoutes } from './framework/route.ts';
-import { apiDocument, apiRoutes } from './routes.ts';
+import { apiDocument } from './api-document.ts';
+import { API_PREFIX, apiRoutes } from './routes.ts';
 
 export interface AppDeps {
   db: Db;

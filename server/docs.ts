@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Router from '@koa/router';
 import type { Db } from '../db/knex.ts';
 import type { AppState } from './framework/context.ts';
-import { API_PREFIX } from './framework/openapi.ts';
+import { API_PREFIX } from './routes.ts';
 
 const require = createRequire(import.meta.url);
 // The package's index loads the browser bundles into Node (+39 MB resident): only its folder is needed here.

@@ -1,4 +1,5 @@
-// A file's folder says what it may import: shared/ (no SQL) < db/ < server/ and jobs/ (never each other) < bin/.
+// A file's folder says what it may import: shared/ (no SQL) < db/ < server/ and jobs/ (never each other) < bin/,
+// and server/framework/ nothing of the app built on it.
 // Read from the source as text, so a new import that runs the wrong way fails here with its file and line.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -40,6 +41,12 @@ test('imports run one way: shared < db < server, jobs < bin', (t) => {
     if (!(to in RANK) || to === from) return false;
     return RANK[to]! >= RANK[from]!;
   });
+  t.deepEqual(wrong.map(where), []);
+});
+
+test('server/framework/ is generic: it imports nothing of the app (middleware, resources, the route table)', (t) => {
+  const wrong = all.filter((found) => found.file.startsWith('server/framework/')
+    && found.target.startsWith('server/') && !found.target.startsWith('server/framework/'));
   t.deepEqual(wrong.map(where), []);
 });
 

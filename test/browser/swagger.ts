@@ -9,7 +9,7 @@ import { chromium, type Browser, type Locator, type Page } from 'playwright-core
 import { createDb, type Db } from '../../db/knex.ts';
 import { migrateLatest } from '../../db/migrations.ts';
 import { createApp } from '../../server/app.ts';
-import { API_PREFIX } from '../../server/framework/openapi.ts';
+import { API_PREFIX } from '../../server/routes.ts';
 import { createAccount, createApiKey } from '../../db/accounts.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
