@@ -21,7 +21,7 @@
 import {
   DELIVER_WEBHOOK_TASK, deliveryJobKey, DISPATCH_EVENT_TASK, dispatchJobKey, jobKeySql, PING_EVENT, RETRY_DELAYS_S,
 } from '../shared/events.ts';
-import type { Db } from './knex.ts';
+import type { Knex } from 'knex';
 
 export interface ConsistencyReport {
   /** One line per check: what was looked at. */
@@ -32,15 +32,15 @@ export interface ConsistencyReport {
 
 type Rows = Array<Record<string, unknown>>;
 
-async function rows(db: Db, sql: string, bindings: unknown[] = []): Promise<Rows> {
+async function rows(db: Knex, sql: string, bindings: unknown[] = []): Promise<Rows> {
   return (await db.raw(sql, bindings as never[])).rows as Rows;
 }
 
-async function count(db: Db, sql: string, bindings: unknown[] = []): Promise<number> {
+async function count(db: Knex, sql: string, bindings: unknown[] = []): Promise<number> {
   return Number((await rows(db, sql, bindings))[0]!.n);
 }
 
-export async function checkConsistency(db: Db): Promise<ConsistencyReport> {
+export async function checkConsistency(db: Knex): Promise<ConsistencyReport> {
   const checked: string[] = [];
   const problems: string[] = [];
 

@@ -3,9 +3,6 @@ import pg from 'pg';
 import type { Logger } from '../shared/logger.ts';
 import { connectionTypes } from './timestamps.ts';
 
-export type { Knex };
-export type Db = Knex;
-
 // pg hands numeric and bigint back as strings. Quantities and money are numeric(20,6) and inputs are bounded
 // to 15 significant digits, so Number() is exact here; arithmetic stays in SQL.
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
@@ -30,7 +27,7 @@ function knexLogger(logger: Logger): Knex.Logger {
   };
 }
 
-export function createDb(connectionString: string, poolMax = 10, logger?: Logger): Db {
+export function createDb(connectionString: string, poolMax = 10, logger?: Logger): Knex {
   return knexFactory({
     client: 'pg',
     // Timestamps arrive as ISO strings (db/timestamps.ts), from text that UTC keeps in one form.

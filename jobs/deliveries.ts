@@ -4,7 +4,6 @@
 // together are written together, in one statement.
 import type { Knex } from 'knex';
 import pkg from '../package.json' with { type: 'json' };
-import type { Db } from '../db/knex.ts';
 import type { Timestamp } from '../db/timestamps.ts';
 import { deliveryJob, RETRY_DELAYS_S, type DeliverWebhookPayload, type JobSpec } from '../shared/events.ts';
 import { createSigner } from '../shared/webhook-secrets.ts';
@@ -23,7 +22,7 @@ const MAX_RETRY_AFTER_S = 24 * 3600;
 const MAX_RECORDS_PER_STATEMENT = 200;
 
 export interface DeliverDeps {
-  db: Db;
+  db: Knex;
   poster: Poster;
   originSlots: OriginSlots;
   secretKey: Buffer;
@@ -106,7 +105,7 @@ const RECORD_COLUMNS = ['webhook_id', 'event_id', 'account_id', 'event_type', 's
  * as an update does (`no key update`): the foreign key checks of the log rows share their rows. A webhook's row is
  * written only when something failed or it was failing: successes to a healthy webhook do not queue on its row.
  */
-async function recordAttempts(db: Db, attempts: AttemptRecord[]): Promise<void[]> {
+async function recordAttempts(db: Knex, attempts: AttemptRecord[]): Promise<void[]> {
   await db.raw(
     `with x as (
        select * from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::text[], ?::boolean[], ?::boolean[], ?::boolean[], ?::int[],

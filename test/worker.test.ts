@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import test from 'ava';
-import { makePruneDeliveries } from '../jobs/webhooks__prune.ts';
+import { pruneDeliveryLog } from '../jobs/delivery_log__prune.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { createLogger } from '../shared/logger.ts';
 import { testConfig, useHarness } from './helpers/harness.ts';
@@ -68,7 +68,7 @@ test.serial('the daily prune deletes delivery log rows older than 30 days and ke
   });
   await h.db('webhook_deliveries').insert([row(31), row(31), row(29)]);
   const logged: string[] = [];
-  await makePruneDeliveries(h.db)({}, { logger: { info: (message: string) => logged.push(message) } } as never);
+  await pruneDeliveryLog(h.db).run({}, { logger: { info: (message: string) => logged.push(message) } } as never);
   t.deepEqual(logged, ['pruned 2 delivery log rows older than 30 days']);
   t.is((await h.db('webhook_deliveries').where({ account_id: account.accountId })).length, 1);
 });

@@ -2,7 +2,7 @@
 // it, so what the API validates and what the document says come from the same structs.
 import type Router from '@koa/router';
 import { validate } from 'superstruct';
-import type { Db } from '../../db/knex.ts';
+import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../db/accounts.ts';
 import { isRecord } from '../../shared/guards.ts';
 import type { Config } from '../../shared/config.ts';
@@ -19,7 +19,7 @@ export interface Reply {
 
 /** What handlers may use besides the request: passed in by createApp, so tests hand in their own. */
 export interface RouteDeps {
-  db: Db;
+  db: Knex;
   config: Config;
   resolveHost: ResolveHost;
 }

@@ -38,8 +38,8 @@ async function requireWebhook(db: Knex, accountId: string, id: string | undefine
 
 /** Handlers that encrypt secrets need the key; web and worker refuse to start without it. */
 function secretKey(input: Pick<RouteInput<unknown, unknown>, 'config'>): Buffer {
-  if (!input.config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not configured');
-  return input.config.webhookSecretKey;
+  if (!input.config.encryptionKey) throw new Error('ENCRYPTION_KEY is not configured');
+  return input.config.encryptionKey;
 }
 
 const webhooks = readRoutes({
