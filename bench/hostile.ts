@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { migrateLatest } from '../db/migrations.ts';
+import { migrateLatest } from '../db/migrations/index.ts';
 import { createDatabase, dropDatabase, freePort, startScratchServer } from '../test/helpers/database.ts';
 
 const TOTAL = Number(process.env.BENCH_REQUESTS ?? 200_000);
@@ -30,7 +30,7 @@ await migrateLatest(databaseUrl);
 const port = await freePort();
 const web = spawn(process.execPath, ['server/main.ts'], {
   env: {
-    ...process.env, DATABASE_URL: databaseUrl, WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+    ...process.env, DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     PORT: String(port), HOST: '127.0.0.1', TRUST_PROXY: 'true', LOG_LEVEL: 'warn',
   },
   stdio: ['ignore', 'inherit', 'inherit'],

@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createDb } from '../db/knex.ts';
-import { migrateLatest } from '../db/migrations.ts';
-import { API_PREFIX } from '../server/framework/openapi.ts';
+import { migrateLatest } from '../db/migrations/index.ts';
+import { API_PREFIX } from '../server/routes.ts';
 import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed } from './seed.ts';
 import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget } from './processes.ts';
@@ -30,7 +30,7 @@ const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!
 const rows: string[][] = [];
 for (const flags of values.flags) {
   const web = await startTarget(flags || '(Node defaults)', [...flags.split(/\s+/).filter(Boolean), 'server/main.ts'], {
-    DATABASE_URL: url, WEBHOOK_SECRET_KEY: secretKey.toString('hex'), LOG_LEVEL: 'warn',
+    DATABASE_URL: url, ENCRYPTION_KEY: secretKey.toString('hex'), LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000',
   }, '/health');
   const idle = await currentRssMb(web.child.pid);

@@ -12,8 +12,8 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createDb } from '../db/knex.ts';
-import { migrateLatest } from '../db/migrations.ts';
-import { API_PREFIX } from '../server/framework/openapi.ts';
+import { migrateLatest } from '../db/migrations/index.ts';
+import { API_PREFIX } from '../server/routes.ts';
 import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed, SEED_SIZES } from './seed.ts';
 import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget, type Target } from './processes.ts';
@@ -97,7 +97,7 @@ log(`Seeded in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 const poolMax = process.env.DB_POOL_MAX ?? '10';
 const ours = await startTarget('stockroom', await procfileWebArgs(), {
-  DATABASE_URL: url, WEBHOOK_SECRET_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true',
+  DATABASE_URL: url, ENCRYPTION_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true',
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
 }, '/health');
 const raw = await startTarget('raw', ['bench/raw-server.ts'], { DATABASE_URL: url, DB_POOL_MAX: poolMax }, '/');

@@ -1,9 +1,10 @@
 // Realistic data for `npm run bench`, written with set-based SQL (generate_series): one account with 100,000
 // items, 50 locations, 1,000,000 stock movements and the levels they add up to, 100,000 sales orders with their
 // lines, confirmed purchase orders for the close scenario, and webhook subscriptions.
-import type { Db } from '../db/knex.ts';
-import { createAccount, createApiKey } from '../shared/accounts.ts';
-import { encryptSecret, generateSecret } from '../shared/webhook-secrets.ts';
+import type { Knex } from 'knex';
+import { createAccount, createApiKey } from '../db/accounts.ts';
+import { encrypt } from '../shared/encryption.ts';
+import { generateSecret } from '../shared/webhook-secrets.ts';
 
 export interface SeedSizes {
   items: number;
@@ -29,7 +30,7 @@ export interface Seeded {
   purchaseOrderIds: string[];
 }
 
-export async function seed(db: Db, sizes: SeedSizes, webhookUrls: string[], secretKey: Buffer): Promise<Seeded> {
+export async function seed(db: Knex, sizes: SeedSizes, webhookUrls: string[], secretKey: Buffer): Promise<Seeded> {
   const { accountId, userId } = await createAccount(db, 'Bench', 'bench@example.com');
   const { key: apiKey } = await createApiKey(db, { accountId, email: 'bench@example.com', label: 'bench' });
   // The rows are consistent by construction: a superuser (the embedded server) skips the per-row foreign key
@@ -43,7 +44,7 @@ export async function seed(db: Db, sizes: SeedSizes, webhookUrls: string[], secr
   return { accountId, userId, apiKey, ...seeded };
 }
 
-async function seedRows(db: Db, accountId: string, userId: string, sizes: SeedSizes, webhookUrls: string[], secretKey: Buffer): Promise<Omit<Seeded, 'accountId' | 'userId' | 'apiKey'>> {
+async function seedRows(db: Knex, accountId: string, userId: string, sizes: SeedSizes, webhookUrls: string[], secretKey: Buffer): Promise<Omit<Seeded, 'accountId' | 'userId' | 'apiKey'>> {
   const run = (sql: string, bindings: unknown[] = []) => db.raw(sql, [accountId, ...bindings] as never);
 
   // Created a second apart, like records that arrived over time (the lists' order and cursors depend on it).
@@ -108,7 +109,7 @@ async function seedRows(db: Db, accountId: string, userId: string, sizes: SeedSi
     where o.id = l.purchase_order_id and o.account_id = ?`, [accountId]);
 
   for (const url of webhookUrls) {
-    await db('webhooks').insert({ account_id: accountId, url, events: ['*'], secret_encrypted: encryptSecret(secretKey, generateSecret()) });
+    await db('webhooks').insert({ account_id: accountId, url, events: ['*'], secret_encrypted: encrypt(secretKey, generateSecret()) });
   }
 
   const ids = async (table: string) => (await db(table).orderBy('n').pluck('id')) as string[];

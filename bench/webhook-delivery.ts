@@ -8,10 +8,11 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDb } from '../db/knex.ts';
-import { migrateLatest } from '../db/migrations.ts';
-import { createAccount } from '../shared/accounts.ts';
-import { recordEvents } from '../shared/events.ts';
-import { encryptSecret, generateSecret } from '../shared/webhook-secrets.ts';
+import { migrateLatest } from '../db/migrations/index.ts';
+import { createAccount } from '../db/accounts.ts';
+import { recordEvents } from '../db/events.ts';
+import { encrypt } from '../shared/encryption.ts';
+import { generateSecret } from '../shared/webhook-secrets.ts';
 import { createDatabase, dropDatabase } from '../test/helpers/database.ts';
 import { peakRssMb } from './processes.ts';
 
@@ -78,7 +79,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<Web
   const { accountId } = await createAccount(db, 'Bench', 'bench@example.com');
   const subscriptions = ['/a', '/b'];
   for (const path of subscriptions) {
-    await db('webhooks').insert({ account_id: accountId, url: receiverUrl + path, events: ['*'], secret_encrypted: encryptSecret(key, generateSecret()) });
+    await db('webhooks').insert({ account_id: accountId, url: receiverUrl + path, events: ['*'], secret_encrypted: encrypt(key, generateSecret()) });
   }
 
   const committedAt = new Map<string, number>();
@@ -116,7 +117,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<Web
 
   const worker = spawn(process.execPath, ['jobs/main.ts'], {
     env: {
-      ...process.env, DATABASE_URL: url, WEBHOOK_SECRET_KEY: key.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true', LOG_LEVEL: 'warn',
+      ...process.env, DATABASE_URL: url, ENCRYPTION_KEY: key.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true', LOG_LEVEL: 'warn',
       ...(options.workerConcurrency ? { WORKER_CONCURRENCY: options.workerConcurrency } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -1,8 +1,8 @@
 // `npm run check:consistency`: verifies the promises the service makes on the data as it stands (see
-// shared/consistency.ts for what exactly). Prints what it checked; exits 1 naming every problem.
+// db/consistency.ts for what exactly). Prints what it checked; exits 1 naming every problem.
 import { withCommandDatabase } from '../db/local.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
-import { checkConsistency } from '../shared/consistency.ts';
+import { checkConsistency } from '../db/consistency.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 

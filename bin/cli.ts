@@ -1,8 +1,8 @@
 // `npm run cli -- <command>`: operator commands. JSON on stdout; errors on stderr with a non-zero exit.
 import { parseArgs } from 'node:util';
-import type { Db } from '../db/knex.ts';
+import type { Knex } from 'knex';
 import { withCommandDatabase } from '../db/local.ts';
-import { AccountError, createAccount, createApiKey, listApiKeys, revokeApiKey } from '../shared/accounts.ts';
+import { AccountError, createAccount, createApiKey, listApiKeys, revokeApiKey } from '../db/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
@@ -25,7 +25,7 @@ function required(options: Options, name: string): string {
   return value;
 }
 
-const COMMANDS: Record<string, (db: Db, options: Options) => Promise<unknown>> = {
+const COMMANDS: Record<string, (db: Knex, options: Options) => Promise<unknown>> = {
   'account:create': (db, o) => createAccount(db, required(o, 'name'), required(o, 'user')),
   'key:create': async (db, o) => {
     const { id, key } = await createApiKey(db, { accountId: required(o, 'account'), email: required(o, 'user'), label: typeof o.name === 'string' ? o.name : undefined });

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { apiDocument } from '../server/routes.ts';
+import { apiDocument } from '../server/api-document.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'stockroom-openapi-'));
 const file = join(dir, 'openapi.json');

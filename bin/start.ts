@@ -1,25 +1,28 @@
 // `npm start`: everything on one machine. The embedded PostgreSQL when DATABASE_URL is absent, migrations,
 // a demo account on an empty database, then the web and the worker in this one process.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createDb } from '../db/knex.ts';
 import { reachableDataDir } from '../db/embedded.ts';
 import { resolveDatabase, type LocalDatabase } from '../db/local.ts';
-import { migrateLatest } from '../db/migrations.ts';
+import { migrateLatest } from '../db/migrations/index.ts';
 import { startWorker } from '../jobs/worker.ts';
-import { API_PREFIX } from '../server/framework/openapi.ts';
+import { API_PREFIX } from '../server/routes.ts';
 import { startWebServer } from '../server/web.ts';
-import { countAccounts, createAccount, createApiKey } from '../shared/accounts.ts';
+import { countAccounts, createAccount, createApiKey } from '../db/accounts.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
-import { createLogger, toKnexLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/logger.ts';
 import { onShutdown } from '../shared/shutdown.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-/** Without WEBHOOK_SECRET_KEY, a key of this machine's own, kept beside the embedded database. */
-function localWebhookKey(dataDir: string): Buffer {
-  const file = join(dirname(dataDir), 'webhook-secret-key');
+/** Without ENCRYPTION_KEY, a key of this machine's own, kept beside the embedded database. */
+function localEncryptionKey(dataDir: string): Buffer {
+  const file = join(dirname(dataDir), 'encryption-key');
+  // Its name before it also encrypted Idempotency-Key answers: a data folder made then keeps its key.
+  const before = join(dirname(dataDir), 'webhook-secret-key');
+  if (!existsSync(file) && existsSync(before)) renameSync(before, file);
   if (!existsSync(file)) {
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
@@ -28,7 +31,7 @@ function localWebhookKey(dataDir: string): Buffer {
 }
 
 const loaded = loadConfigOrExit();
-const config = { ...loaded, webhookSecretKey: loaded.webhookSecretKey ?? localWebhookKey(loaded.embeddedPgDir) };
+const config = { ...loaded, encryptionKey: loaded.encryptionKey ?? localEncryptionKey(loaded.embeddedPgDir) };
 const logger = createLogger(config.logLevel, 'stockroom');
 
 let database: LocalDatabase | undefined;
@@ -40,7 +43,7 @@ try {
   const applied = await migrateLatest(database.url);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
 
-  const db = createDb(database.url, config.dbPoolMax, toKnexLogger(logger));
+  const db = createDb(database.url, config.dbPoolMax, logger);
   if ((await countAccounts(db)) === 0) {
     const { accountId } = await createAccount(db, 'Demo account', 'demo@example.com');
     const { key } = await createApiKey(db, { accountId, email: 'demo@example.com', label: 'demo' });

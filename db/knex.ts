@@ -1,9 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import type { Logger } from '../shared/logger.ts';
 import { connectionTypes } from './timestamps.ts';
-
-export type { Knex };
-export type Db = Knex;
 
 // pg hands numeric and bigint back as strings. Quantities and money are numeric(20,6) and inputs are bounded
 // to 15 significant digits, so Number() is exact here; arithmetic stays in SQL.
@@ -18,7 +16,18 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
  */
 export const CONNECT_TIMEOUT_MS = 2000;
 
-export function createDb(connectionString: string, poolMax = 10, log?: Knex.Logger): Db {
+/** knex's own warnings (a pooled connection that died with the database, say) as JSON lines, not console text. */
+function knexLogger(logger: Logger): Knex.Logger {
+  const db = logger.child({ component: 'knex' });
+  return {
+    warn: (message) => db.warn(String(message)),
+    error: (message) => db.error(String(message)),
+    debug: (message) => db.debug(String(message)),
+    deprecate: (method, alternative) => db.warn(`${method} is deprecated: use ${alternative}`),
+  };
+}
+
+export function createDb(connectionString: string, poolMax = 10, logger?: Logger): Knex {
   return knexFactory({
     client: 'pg',
     // Timestamps arrive as ISO strings (db/timestamps.ts), from text that UTC keeps in one form.
@@ -28,6 +37,6 @@ export function createDb(connectionString: string, poolMax = 10, log?: Knex.Logg
     },
     pool: { min: 0, max: poolMax },
     acquireConnectionTimeout: CONNECT_TIMEOUT_MS,
-    log,
+    log: logger && knexLogger(logger),
   });
 }

@@ -1,7 +1,8 @@
 // The database a command uses when DATABASE_URL is absent: the embedded PostgreSQL in the project's data folder.
 import pg from 'pg';
-import { createDb, type Db } from './knex.ts';
-import { migrateLatest } from './migrations.ts';
+import type { Knex } from 'knex';
+import { createDb } from './knex.ts';
+import { migrateLatest } from './migrations/index.ts';
 import type { Config } from '../shared/config.ts';
 import { embeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from './embedded.ts';
 
@@ -43,7 +44,7 @@ async function startOrReuse(config: Config, onLog?: (message: string) => void): 
  * Runs `work` for a one-off command (the CLI, the consistency check) against DATABASE_URL, or the embedded
  * database of `npm start` (running or not; started here it may be new, so its schema is brought up first).
  */
-export async function withCommandDatabase<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
+export async function withCommandDatabase<T>(config: Config, work: (db: Knex) => Promise<T>): Promise<T> {
   const database = await resolveDatabase(config);
   const db = createDb(database.url, 1);
   try {

@@ -1,6 +1,6 @@
 // `npm run migrate` (and the Procfile's release phase): our schema, then graphile-worker's.
 import { loadConfigOrExit } from '../shared/config.ts';
-import { migrateLatest } from './migrations.ts';
+import { migrateLatest } from './migrations/index.ts';
 
 const config = loadConfigOrExit();
 if (!config.databaseUrl) {

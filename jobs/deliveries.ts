@@ -4,9 +4,8 @@
 // together are written together, in one statement.
 import type { Knex } from 'knex';
 import pkg from '../package.json' with { type: 'json' };
-import type { Db } from '../db/knex.ts';
 import type { Timestamp } from '../db/timestamps.ts';
-import { deliveryJob, type DeliverWebhookPayload, type JobSpec } from '../shared/events.ts';
+import { deliveryJob, RETRY_DELAYS_S, type DeliverWebhookPayload, type JobSpec } from '../shared/events.ts';
 import { createSigner } from '../shared/webhook-secrets.ts';
 import { urlProblem } from '../shared/webhook-urls.ts';
 import { batched } from './batched.ts';
@@ -15,8 +14,6 @@ import type { OriginSlots } from './origin-slots.ts';
 
 const USER_AGENT = `Stockroom-Webhooks/${pkg.version}`;
 
-/** Seconds to wait after each failed attempt: 15 attempts over about 3 days and 3 hours. */
-export const RETRY_DELAYS_S = [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 43200, 43200, 43200, 43200];
 /** A webhook that has answered nothing but failures for this long is disabled (`failing`). */
 const FAILING_TOO_LONG = "coalesce(w.failing_since <= now() - interval '5 days', false)";
 /** The longest `Retry-After` honoured. */
@@ -25,7 +22,7 @@ const MAX_RETRY_AFTER_S = 24 * 3600;
 const MAX_RECORDS_PER_STATEMENT = 200;
 
 export interface DeliverDeps {
-  db: Db;
+  db: Knex;
   poster: Poster;
   originSlots: OriginSlots;
   secretKey: Buffer;
@@ -108,7 +105,7 @@ const RECORD_COLUMNS = ['webhook_id', 'event_id', 'account_id', 'event_type', 's
  * as an update does (`no key update`): the foreign key checks of the log rows share their rows. A webhook's row is
  * written only when something failed or it was failing: successes to a healthy webhook do not queue on its row.
  */
-async function recordAttempts(db: Db, attempts: AttemptRecord[]): Promise<void[]> {
+async function recordAttempts(db: Knex, attempts: AttemptRecord[]): Promise<void[]> {
   await db.raw(
     `with x as (
        select * from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::text[], ?::boolean[], ?::boolean[], ?::boolean[], ?::int[],

@@ -3,8 +3,8 @@
 // (webhook, event) makes a re-run, or a duplicated job, claim only what is still at its first attempt and unsent.
 // The fan-outs of jobs running at once are claimed together, in one statement.
 import type { Task } from 'graphile-worker';
-import type { Db } from '../db/knex.ts';
-import { isUuid } from '../shared/accounts.ts';
+import type { Knex } from 'knex';
+import { isUuid } from '../shared/guards.ts';
 import { isDispatchEventPayload, PING_EVENT } from '../shared/events.ts';
 import { batched } from './batched.ts';
 import { leaseSeconds, TARGET_COLUMNS, type Deliveries, type Target } from './deliveries.ts';
@@ -23,7 +23,7 @@ interface FanOut {
  * attempt is still to make and nobody holds them (a re-run after a worker died). A dispatch whose first attempt
  * is leased by someone else is counted as busy; one acknowledged or past its first attempt is left to its jobs.
  */
-async function claimFanOuts(db: Db, leaseS: number, eventIds: string[]): Promise<FanOut[]> {
+async function claimFanOuts(db: Knex, leaseS: number, eventIds: string[]): Promise<FanOut[]> {
   const { rows } = await db.raw<{ rows: Array<Target & { busy: boolean }> }>(
     `with wanted as (
        select w.id as webhook_id, e.id as event_id, e.account_id
@@ -54,7 +54,7 @@ async function claimFanOuts(db: Db, leaseS: number, eventIds: string[]): Promise
   return eventIds.map((id) => byEvent.get(id)!);
 }
 
-export function makeDispatchEvent(db: Db, deliveries: Deliveries, timeoutMs: number): Task {
+export function makeDispatchEvent(db: Knex, deliveries: Deliveries, timeoutMs: number): Task {
   const claim = batched(claimFanOuts.bind(null, db, leaseSeconds(timeoutMs)), MAX_EVENTS_PER_STATEMENT);
   return async (payload, helpers) => {
     if (!isDispatchEventPayload(payload) || !isUuid(payload.eventId)) {

@@ -1,7 +1,7 @@
 // Crash recovery. graphile-worker leaves the jobs of a worker that died without stopping (SIGKILL, a lost
 // machine) locked for four hours. Each worker pool writes a heartbeat every few seconds; any worker that finds
 // a pool silent for HEARTBEAT_DEAD_MS releases that pool's jobs at once, so another worker takes them.
-import type { Db } from '../db/knex.ts';
+import type { Knex } from 'knex';
 import type { Logger } from '../shared/logger.ts';
 
 export const HEARTBEAT_MS = 5_000;
@@ -11,7 +11,7 @@ export interface Heartbeat {
   stop(): Promise<void>;
 }
 
-export function startHeartbeat(db: Db, workerIds: () => string[], logger: Logger): Heartbeat {
+export function startHeartbeat(db: Knex, workerIds: () => string[], logger: Logger): Heartbeat {
   const beat = async () => {
     const ids = workerIds();
     if (ids.length) {

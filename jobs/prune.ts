@@ -1,11 +1,14 @@
 // Scheduled clean-ups: old rows go in batches, so that no statement holds locks for long.
 import type { Task } from 'graphile-worker';
 import type { Knex } from 'knex';
-import type { Db } from '../db/knex.ts';
 
 const BATCH = 5000;
 
 export interface PruneSpec {
+  /** The task's identifier, `<what>__prune`, which its file is named after. */
+  task: string;
+  /** When it runs, as a crontab schedule (UTC). */
+  schedule: string;
   table: string;
   /** The columns that identify a row. */
   key: string[];
@@ -15,8 +18,14 @@ export interface PruneSpec {
   what: string;
 }
 
-export function makePrune(db: Db, spec: PruneSpec): Task {
-  return async (_payload, helpers) => {
+export interface Prune {
+  task: string;
+  schedule: string;
+  run: Task;
+}
+
+export function prune(db: Knex, spec: PruneSpec): Prune {
+  const run: Task = async (_payload, helpers) => {
     let total = 0;
     for (;;) {
       const deleted = await db(spec.table)
@@ -27,4 +36,5 @@ export function makePrune(db: Db, spec: PruneSpec): Task {
     }
     if (total) helpers.logger.info(`pruned ${total} ${spec.what}`);
   };
+  return { task: spec.task, schedule: spec.schedule, run };
 }

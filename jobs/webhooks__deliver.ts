@@ -2,8 +2,8 @@
 // origin had no slot for. The dispatch row decides what may be sent: an acknowledged event is never sent again (but
 // on an explicit redelivery), and a lease keeps two jobs from sending one dispatch at once.
 import type { Task } from 'graphile-worker';
-import type { Db } from '../db/knex.ts';
-import { isUuid } from '../shared/accounts.ts';
+import type { Knex } from 'knex';
+import { isUuid } from '../shared/guards.ts';
 import { isDeliverWebhookPayload, type DeliverWebhookPayload } from '../shared/events.ts';
 import { leaseSeconds, TARGET_COLUMNS, type Deliveries, type Target } from './deliveries.ts';
 
@@ -19,7 +19,7 @@ function dueDispatch(job: DeliverWebhookPayload): { sql: string; bindings: Array
  * attempt holds the lease; `done` when there is nothing for this job to send (acknowledged, its step of the
  * schedule already taken, the webhook disabled or deleted).
  */
-async function claim(db: Db, job: DeliverWebhookPayload, timeoutMs: number): Promise<Target | 'busy' | 'done'> {
+async function claim(db: Knex, job: DeliverWebhookPayload, timeoutMs: number): Promise<Target | 'busy' | 'done'> {
   const due = dueDispatch(job);
   const { rows } = await db.raw<{ rows: Target[] }>(
     `update webhook_dispatches d set leased_until = now() + make_interval(secs => ?)
@@ -35,7 +35,7 @@ async function claim(db: Db, job: DeliverWebhookPayload, timeoutMs: number): Pro
   return leased.length ? 'busy' : 'done';
 }
 
-export function makeDeliverWebhook(db: Db, deliveries: Deliveries, timeoutMs: number): Task {
+export function makeDeliverWebhook(db: Knex, deliveries: Deliveries, timeoutMs: number): Task {
   return async (payload, helpers) => {
     if (!isDeliverWebhookPayload(payload) || !isUuid(payload.webhookId) || !isUuid(payload.eventId)) {
       helpers.logger.error('webhooks__deliver: malformed payload, skipped', { payload });

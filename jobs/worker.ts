@@ -4,17 +4,17 @@ import pg from 'pg';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
-import { toKnexLogger, type Logger } from '../shared/logger.ts';
+import type { Logger } from '../shared/logger.ts';
 import { toWorkerLogger } from '../shared/worker-logger.ts';
 import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import { makeDispatchEvent } from './events__dispatch.ts';
 import { startHeartbeat } from './heartbeat.ts';
 import { createDeliveries } from './deliveries.ts';
 import { createPoster } from './http-post.ts';
-import { makePruneIdempotencyKeys } from './idempotency__prune.ts';
 import { createOriginSlots } from './origin-slots.ts';
 import { makeDeliverWebhook } from './webhooks__deliver.ts';
-import { makePruneDeliveries } from './webhooks__prune.ts';
+import { pruneDeliveryLog } from './delivery_log__prune.ts';
+import { pruneIdempotencyKeys } from './idempotency_keys__prune.ts';
 
 export interface Worker {
   /** Stops taking jobs and waits for the running ones; unfinished jobs are released for another worker. */
@@ -28,13 +28,10 @@ export interface WorkerOptions {
   retryDelaysMs?: number[];
 }
 
-const PRUNE_TASK = 'webhooks__prune';
-const PRUNE_KEYS_TASK = 'idempotency__prune';
-
 export async function startWorker(config: Config, connectionString: string, logger: Logger, options: WorkerOptions = {}): Promise<Worker> {
-  if (!config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not set: the worker needs it to sign webhook deliveries');
+  if (!config.encryptionKey) throw new Error('ENCRYPTION_KEY is not set: the worker needs it to sign webhook deliveries');
   // Connections do not grow with WORKER_CONCURRENCY: the tasks' statements are batched (see batched.ts).
-  const db = createDb(connectionString, config.dbPoolMax, toKnexLogger(logger));
+  const db = createDb(connectionString, config.dbPoolMax, logger);
   const poster = createPoster({
     timeoutMs: config.webhookTimeoutMs,
     // In development receivers may live on this machine; otherwise only public addresses are connected to.
@@ -43,11 +40,12 @@ export async function startWorker(config: Config, connectionString: string, logg
   const deliveries = createDeliveries({
     db, poster,
     originSlots: createOriginSlots(config.webhookMaxPerOrigin, config.webhookTimeoutMs),
-    secretKey: config.webhookSecretKey,
+    secretKey: config.encryptionKey,
     timeoutMs: config.webhookTimeoutMs,
     allowInsecure: config.allowInsecureWebhookUrls,
     retryDelaysMs: options.retryDelaysMs,
   });
+  const prunes = [pruneDeliveryLog(db), pruneIdempotencyKeys(db)];
   const workerIds: string[] = [];
   const events: WorkerEvents = new EventEmitter();
   events.on('pool:create', ({ workerPool }) => workerIds.push(workerPool.id));
@@ -86,11 +84,10 @@ export async function startWorker(config: Config, connectionString: string, logg
     taskList: {
       [DISPATCH_EVENT_TASK]: makeDispatchEvent(db, deliveries, config.webhookTimeoutMs),
       [DELIVER_WEBHOOK_TASK]: makeDeliverWebhook(db, deliveries, config.webhookTimeoutMs),
-      [PRUNE_TASK]: makePruneDeliveries(db),
-      [PRUNE_KEYS_TASK]: makePruneIdempotencyKeys(db),
+      ...Object.fromEntries(prunes.map((prune) => [prune.task, prune.run])),
     },
     // Given inline, so graphile-worker never looks for a ./crontab file.
-    crontab: `15 4 * * * ${PRUNE_TASK}\n40 * * * * ${PRUNE_KEYS_TASK}`,
+    crontab: prunes.map((prune) => `${prune.schedule} ${prune.task}`).join('\n'),
   });
   const heartbeat = startHeartbeat(db, () => workerIds, logger);
   return {

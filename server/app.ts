@@ -4,24 +4,24 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
-import type { Db } from '../db/knex.ts';
+import type { Knex } from 'knex';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './framework/context.ts';
-import { publicRouter } from './docs.ts';
+import { publicRouter } from './public-routes.ts';
 import { identify, requireApiKey, requireHttps } from './middleware/auth.ts';
 import { jsonBody, refuseOversizedBody } from './middleware/body.ts';
 import { handleErrors } from './middleware/errors.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
-import { requestContext } from './middleware/request-id.ts';
-import { API_PREFIX } from './framework/openapi.ts';
+import { requestContext } from './middleware/request-context.ts';
 import { mountRoutes } from './framework/route.ts';
-import { apiDocument, apiRoutes } from './routes.ts';
+import { apiDocument } from './api-document.ts';
+import { API_PREFIX, apiRoutes } from './routes.ts';
 
 export interface AppDeps {
-  db: Db;
+  db: Knex;
   config: Config;
   logger: Logger;
   /** How webhook hosts resolve; the system resolver unless a test gives another. */
@@ -45,7 +45,7 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
     rateLimit({ perKey: config.rateLimitPerKey, perIp: config.rateLimitPerIp, windowMs: config.rateLimitWindowMs }),
     requireApiKey,
     jsonBody(config.bodyLimitBytes),
-    idempotency(db, config.webhookSecretKey),
+    idempotency(db, config.encryptionKey),
     api.routes() as Koa.Middleware<AppState>,
     api.allowedMethods() as Koa.Middleware<AppState>,
   ]);

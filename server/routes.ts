@@ -1,18 +1,17 @@
 // The API's table of contents: every authenticated route, in the order the OpenAPI document lists them.
-import pkg from '../package.json' with { type: 'json' };
-import { buildOpenApi } from './framework/openapi.ts';
 import type { AnyRoute } from './framework/route.ts';
-import type { JsonSchema } from './framework/schema.ts';
 import { customerRoutes } from './resources/customers/routes.ts';
 import { itemRoutes } from './resources/items/routes.ts';
 import { eventRoutes } from './resources/events/routes.ts';
-import { EVENT_DATA } from './resources/events/schema.ts';
 import { locationRoutes } from './resources/locations/routes.ts';
 import { productionRecordRoutes } from './resources/production-records/routes.ts';
 import { purchaseOrderRoutes } from './resources/purchase-orders/routes.ts';
 import { salesOrderRoutes } from './resources/sales-orders/routes.ts';
 import { stockRoutes } from './resources/stock/routes.ts';
 import { webhookRoutes } from './resources/webhooks/routes.ts';
+
+/** Every path of the API starts with this; another prefix is a 404. */
+export const API_PREFIX = '/rest/api/v2';
 
 export const apiRoutes: AnyRoute[] = [
   ...itemRoutes,
@@ -38,8 +37,3 @@ export const apiTags: Record<string, string> = {
   Webhooks: 'Subscriptions that receive events as signed HTTP POSTs, and their delivery log',
   Events: 'Every change as an event, for clients that poll instead of receiving webhooks',
 };
-
-/** The OpenAPI document: the routes, their tags, and the events webhooks deliver. */
-export function apiDocument(): JsonSchema {
-  return buildOpenApi({ routes: apiRoutes, version: pkg.version, tags: apiTags, events: EVENT_DATA });
-}

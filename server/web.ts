@@ -3,7 +3,7 @@ import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
-import type { Db } from '../db/knex.ts';
+import type { Knex } from 'knex';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { AppState } from './framework/context.ts';
@@ -48,7 +48,7 @@ export function createHttpServer(app: Koa<AppState>, config: Pick<Config, 'reque
   return server;
 }
 
-export async function startWebServer(config: Config, db: Db, logger: Logger): Promise<WebServer> {
+export async function startWebServer(config: Config, db: Knex, logger: Logger): Promise<WebServer> {
   const server = createHttpServer(createApp({ db, config, logger }), config).listen(config.port, config.host);
   await once(server, 'listening');
   let closing = false;

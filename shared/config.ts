@@ -21,8 +21,11 @@ export interface Config {
   webhookMaxPerOrigin: number;
   embeddedPgDir: string;
   embeddedPgPort: number;
-  /** Encrypts webhook signing secrets at rest (32 bytes). Required by web and worker; `npm start` makes one. */
-  webhookSecretKey: Buffer | undefined;
+  /**
+   * Encrypts what is kept secret at rest: webhook signing secrets and the stored answers of Idempotency-Keys
+   * (32 bytes). Required by web and worker; `npm start` makes one.
+   */
+  encryptionKey: Buffer | undefined;
   webhookTimeoutMs: number;
   /** Development and tests only: http:// and private addresses for webhook receivers. */
   allowInsecureWebhookUrls: boolean;
@@ -66,6 +69,16 @@ function readKey(env: Env, name: string): Buffer | undefined {
   return key;
 }
 
+/** ENCRYPTION_KEY, or WEBHOOK_SECRET_KEY, its name until it also encrypted Idempotency-Key answers. */
+function readEncryptionKey(env: Env): Buffer | undefined {
+  const key = readKey(env, 'ENCRYPTION_KEY');
+  const old = readKey(env, 'WEBHOOK_SECRET_KEY');
+  if (key && old && !key.equals(old)) {
+    throw new ConfigError('ENCRYPTION_KEY and WEBHOOK_SECRET_KEY (its old name) are both set, to different keys: keep ENCRYPTION_KEY only');
+  }
+  return key ?? old;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -94,7 +107,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookMaxPerOrigin: readInt(env, 'WEBHOOK_MAX_PER_ORIGIN', Math.ceil(workerConcurrency / 4)),
     embeddedPgDir: readString(env, 'EMBEDDED_PG_DIR') ?? '.data/postgres',
     embeddedPgPort: readInt(env, 'EMBEDDED_PG_PORT', 54329),
-    webhookSecretKey: readKey(env, 'WEBHOOK_SECRET_KEY'),
+    encryptionKey: readEncryptionKey(env),
     webhookTimeoutMs: readInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     allowInsecureWebhookUrls: readBool(env, 'ALLOW_INSECURE_WEBHOOK_URLS', false),
   });
@@ -113,12 +126,12 @@ export function loadConfigOrExit(env: Env = process.env): Config {
 
 /**
  * `npm run web` and `npm run worker` run against a deployment: they need its database and the key that
- * encrypts webhook secrets. Without them they stop at once, naming what is missing.
+ * encrypts secrets at rest. Without them they stop at once, naming what is missing.
  */
-export function requireDeploymentSettings(config: Config, command: string): Config & { databaseUrl: string; webhookSecretKey: Buffer } {
-  const { databaseUrl, webhookSecretKey } = config;
-  if (databaseUrl && webhookSecretKey) return { ...config, databaseUrl, webhookSecretKey };
-  const missing = [!databaseUrl && 'DATABASE_URL', !webhookSecretKey && 'WEBHOOK_SECRET_KEY'].filter(Boolean).join(' and ');
+export function requireDeploymentSettings(config: Config, command: string): Config & { databaseUrl: string; encryptionKey: Buffer } {
+  const { databaseUrl, encryptionKey } = config;
+  if (databaseUrl && encryptionKey) return { ...config, databaseUrl, encryptionKey };
+  const missing = [!databaseUrl && 'DATABASE_URL', !encryptionKey && 'ENCRYPTION_KEY'].filter(Boolean).join(' and ');
   process.stderr.write(`${missing} ${missing.includes(' and ') ? 'are' : 'is'} not set. \`${command}\` needs them ` +
     '(make a key with: openssl rand -hex 32); `npm start` runs everything locally without either.\n');
   process.exit(1);

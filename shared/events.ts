@@ -1,7 +1,8 @@
-// Events: recorded in the transaction of the change that caused them, with the job that delivers them.
-// A committed change always yields its events and jobs; a rolled-back one never does.
-import type { Knex } from 'knex';
-import type { Timestamp } from '../db/timestamps.ts';
+// Events and the jobs that carry them onward: the kinds, the job payloads (checked: a job may have been enqueued
+// by older code), the job keys, and the retry schedule of a delivery. No SQL here: db/events.ts records events
+// and enqueues these jobs in the transaction of the change; the worker (jobs/) runs them; the consistency check
+// (db/consistency.ts) finds them by the same keys.
+import { isRecord } from './guards.ts';
 
 /** The kinds a webhook can subscribe to (`*` is all of them). */
 export const EVENT_TYPES = [
@@ -56,19 +57,17 @@ export interface DeliverWebhookPayload {
   redelivery?: boolean;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
-
-/** Job payloads are unknown until checked: a job may have been enqueued by older code. */
 export function isDispatchEventPayload(payload: unknown): payload is DispatchEventPayload {
-  return isObject(payload) && typeof payload.eventId === 'string';
+  return isRecord(payload) && typeof payload.eventId === 'string';
 }
 
 export function isDeliverWebhookPayload(payload: unknown): payload is DeliverWebhookPayload {
-  return isObject(payload) && typeof payload.webhookId === 'string' && typeof payload.eventId === 'string'
+  return isRecord(payload) && typeof payload.webhookId === 'string' && typeof payload.eventId === 'string'
     && (payload.retry === undefined || Number.isInteger(payload.retry))
     && (payload.redelivery === undefined || typeof payload.redelivery === 'boolean');
 }
 
+/** graphile-worker's `job_spec`, as `add_jobs` takes it. */
 export interface JobSpec {
   identifier: string;
   payload: unknown;
@@ -77,82 +76,47 @@ export interface JobSpec {
   max_attempts?: number;
 }
 
+// Job keys: graphile-worker keeps one pending job per key, so a key says what may be pending only once.
+
+/** An event's fan-out: one per event. */
+export const dispatchJobKey = (eventId: string): string => `event:${eventId}`;
+
+/** One step of a delivery's retry schedule: one pending attempt per step (redeliveries have no key). */
+export const deliveryJobKey = (webhookId: string, eventId: string, retry: number | string): string => `webhook:${webhookId}:${eventId}:${retry}`;
+
 /**
- * Enqueues jobs in one statement through `db` (pass the transaction of the change: graphile_worker.add_jobs then
- * commits or rolls back with it; WorkerUtils.addJob would use a connection of its own).
+ * A job key as a SQL expression over columns, built by the key's own builder, so that SQL finding jobs by key
+ * (the consistency check) cannot drift from the code that makes them: `jobKeySql(dispatchJobKey, 'e.id')` is
+ * `'event:' || e.id::text`.
  */
-export async function addJobs(db: Knex, jobs: JobSpec[]): Promise<void> {
-  if (jobs.length === 0) return;
-  await db.raw(
-    'select 1 from graphile_worker.add_jobs(array(select json_populate_recordset(null::graphile_worker.job_spec, ?::json)))',
-    [JSON.stringify(jobs)],
-  );
+export function jobKeySql<Parts extends unknown[]>(build: (...parts: Parts) => string, ...columns: { [K in keyof Parts]: string }): string {
+  const marked = build(...(columns.map((_, index) => `\u0000${index}\u0000`) as Parts));
+  return marked.split(/\u0000(\d+)\u0000/)
+    .map((piece, index) => (index % 2 ? `${columns[Number(piece)]}::text` : piece && `'${piece.replaceAll("'", "''")}'`))
+    .filter(Boolean)
+    .join(' || ');
 }
 
+export function dispatchJob(eventId: string): JobSpec {
+  return { identifier: DISPATCH_EVENT_TASK, payload: { eventId } satisfies DispatchEventPayload, job_key: dispatchJobKey(eventId) };
+}
+
+/**
+ * Seconds to wait after each failed scheduled attempt before the next: 15 attempts in all, the last about 3 days,
+ * 3 hours and 43 minutes after the first. Then the event is given up for that subscription.
+ */
+export const RETRY_DELAYS_S = [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 43200, 43200, 43200, 43200];
+
 // Attempts of the job itself, not of the delivery: they cover a worker that failed before it could record the
-// attempt (the database was down, say). The delivery's own schedule is in jobs/deliveries.ts.
+// attempt (the database was down, say). The delivery's own schedule is RETRY_DELAYS_S.
 const DELIVERY_JOB_ATTEMPTS = 10;
 
 export function deliveryJob(payload: DeliverWebhookPayload, runAt?: Date): JobSpec {
   return {
     identifier: DELIVER_WEBHOOK_TASK,
     payload,
-    // One pending job per step of the schedule; redeliveries are each their own.
-    job_key: payload.redelivery ? undefined : `webhook:${payload.webhookId}:${payload.eventId}:${payload.retry ?? 0}`,
+    job_key: payload.redelivery ? undefined : deliveryJobKey(payload.webhookId, payload.eventId, payload.retry ?? 0),
     run_at: runAt?.toISOString(),
     max_attempts: DELIVERY_JOB_ATTEMPTS,
   };
-}
-
-interface EventRow {
-  id: string;
-  type: StoredEvent['type'];
-  data: unknown;
-  created_at: Timestamp;
-}
-
-export function toStoredEvent(row: EventRow): StoredEvent {
-  return { id: row.id, type: row.type, createdAt: row.created_at, data: row.data };
-}
-
-async function insertEvents(trx: Knex.Transaction, accountId: string, events: Array<{ type: string; data: unknown }>): Promise<StoredEvent[]> {
-  const rows: EventRow[] = await trx('events')
-    .insert(events.map((event) => ({ account_id: accountId, type: event.type, data: JSON.stringify(event.data) })))
-    .returning(['id', 'type', 'data', 'created_at']);
-  return rows.map(toStoredEvent);
-}
-
-/** Records the events and enqueues one dispatch (fan-out) job each, in `trx`. */
-export async function recordEvents(trx: Knex.Transaction, accountId: string, events: NewEvent[]): Promise<StoredEvent[]> {
-  if (events.length === 0) return [];
-  const stored = await insertEvents(trx, accountId, events);
-  await addJobs(trx, stored.map((event) => ({
-    identifier: DISPATCH_EVENT_TASK,
-    payload: { eventId: event.id } satisfies DispatchEventPayload,
-    job_key: `event:${event.id}`,
-  })));
-  return stored;
-}
-
-export async function recordEvent(trx: Knex.Transaction, accountId: string, event: NewEvent): Promise<StoredEvent> {
-  const [stored] = await recordEvents(trx, accountId, [event]);
-  return stored!;
-}
-
-/**
- * Makes sure `eventId` is dispatched to `webhookId` (the lasting once-per-subscription row), and enqueues
- * `job`. Used by ping and redeliver; the fan-out does the same for many webhooks in one statement.
- */
-export async function dispatchTo(trx: Knex.Transaction, accountId: string, webhookId: string, eventId: string, job: JobSpec): Promise<void> {
-  await trx('webhook_dispatches')
-    .insert({ account_id: accountId, webhook_id: webhookId, event_id: eventId })
-    .onConflict(['webhook_id', 'event_id']).ignore();
-  await addJobs(trx, [job]);
-}
-
-/** A `webhook.ping` event, delivered (signed, logged, retried) to one webhook alone. */
-export async function recordPing(trx: Knex.Transaction, accountId: string, webhookId: string): Promise<StoredEvent> {
-  const [event] = await insertEvents(trx, accountId, [{ type: PING_EVENT, data: { webhookId } }]);
-  await dispatchTo(trx, accountId, webhookId, event!.id, deliveryJob({ webhookId, eventId: event!.id, retry: 0 }));
-  return event!;
 }

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import { pino, type Logger } from 'pino';
 
 export type { Logger };
@@ -21,15 +20,4 @@ const REDACT_PATHS = [
 export function createLogger(level: string, name?: string, destination?: NodeJS.WritableStream): Logger {
   const options = { level, name, redact: { paths: REDACT_PATHS, censor: '[redacted]' } };
   return destination ? pino(options, destination) : pino(options);
-}
-
-/** knex's own warnings (a pooled connection that died with the database, say) as JSON lines, not console text. */
-export function toKnexLogger(logger: Logger): Knex.Logger {
-  const db = logger.child({ component: 'knex' });
-  return {
-    warn: (message) => db.warn(String(message)),
-    error: (message) => db.error(String(message)),
-    debug: (message) => db.debug(String(message)),
-    deprecate: (method, alternative) => db.warn(`${method} is deprecated: use ${alternative}`),
-  };
 }

@@ -1,33 +1,14 @@
-// Webhook signing secrets: made here, kept encrypted at rest, and used to sign deliveries the Standard Webhooks
-// way, so that receivers verify with the `standardwebhooks` (or `svix`) package.
-import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+// Webhook signing secrets: made here, kept encrypted at rest (shared/encryption.ts), and used to sign deliveries
+// the Standard Webhooks way, so that receivers verify with the `standardwebhooks` (or `svix`) package.
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { decrypt } from './encryption.ts';
 
 const SECRET_PREFIX = 'whsec_';
 
 /** `whsec_` + base64 of 32 random bytes, as Standard Webhooks describes. */
 export function generateSecret(): string {
   return SECRET_PREFIX + randomBytes(32).toString('base64');
-}
-
-// AES-256-GCM under WEBHOOK_SECRET_KEY: `v1.<iv>.<tag>.<ciphertext>`, each base64.
-export function encryptSecret(key: Buffer, secret: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return ['v1', iv.toString('base64'), cipher.getAuthTag().toString('base64'), ciphertext.toString('base64')].join('.');
-}
-
-export function decryptSecret(key: Buffer, stored: string): string {
-  const [version, iv, tag, ciphertext] = stored.split('.');
-  if (version !== 'v1' || !iv || !tag || !ciphertext) throw new Error('Unreadable webhook secret');
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
-  decipher.setAuthTag(Buffer.from(tag, 'base64'));
-  try {
-    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64')), decipher.final()]).toString('utf8');
-  } catch {
-    throw new Error('Cannot decrypt a webhook secret: WEBHOOK_SECRET_KEY is not the key it was stored with');
-  }
 }
 
 /** How many webhooks' signing keys a worker keeps decrypted. */
@@ -44,7 +25,7 @@ export function createSigner(key: Buffer): (storedSecrets: string[], id: string,
   const signingKey = (stored: string): KeyObject => {
     let found = signingKeys.get(stored);
     if (!found) {
-      const secret = decryptSecret(key, stored);
+      const secret = decrypt(key, stored);
       found = createSecretKey(Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'));
       signingKeys.set(stored, found);
     }

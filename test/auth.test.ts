@@ -1,6 +1,7 @@
 import test from 'ava';
 import { createDb } from '../db/knex.ts';
-import { revokeApiKey } from '../shared/accounts.ts';
+import { createLogger } from '../shared/logger.ts';
+import { revokeApiKey } from '../db/accounts.ts';
 import { withDatabase } from './helpers/database.ts';
 import { useHarness } from './helpers/harness.ts';
 
@@ -120,8 +121,7 @@ test('a body over the limit is a 413 and nothing is written', async (t) => {
 
 test('a fault is a 500 with the request id and no stack; /health says 503', async (t) => {
   // A database that answers but does not exist: an unexpected fault, not an outage.
-  const quiet = () => {};
-  const broken = createDb(withDatabase(h.databaseUrl, 'no_such_database'), 1, { warn: quiet, error: quiet });
+  const broken = createDb(withDatabase(h.databaseUrl, 'no_such_database'), 1, createLogger('silent'));
   const app = await h.startApp({}, { db: broken });
   const { status, body, headers } = await app.api('srk_anything').get('/items');
   t.is(status, 500);
@@ -135,8 +135,7 @@ test('a fault is a 500 with the request id and no stack; /health says 503', asyn
 });
 
 test('an unreachable database is a fast 503 with Retry-After, not a 500 or a hang', async (t) => {
-  const quiet = () => {};
-  const unreachable = createDb('postgres://nobody:wrong@127.0.0.1:1/none', 1, { warn: quiet, error: quiet });
+  const unreachable = createDb('postgres://nobody:wrong@127.0.0.1:1/none', 1, createLogger('silent'));
   const app = await h.startApp({}, { db: unreachable });
   const started = Date.now();
   const { status, body, headers } = await app.api('srk_anything').post('/items', { sku: 'DOWN', name: 'Written while down' });

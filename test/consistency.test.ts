@@ -8,6 +8,7 @@ import { createLogger } from '../shared/logger.ts';
 import type { ResolveHost } from '../shared/webhook-urls.ts';
 import { testConfig, useHarness } from './helpers/harness.ts';
 import { eventually, receiver } from './helpers/receiver.ts';
+import { dispatchJobKey } from '../shared/events.ts';
 
 const h = useHarness(test);
 const publicAddress: ResolveHost = async () => ['93.184.216.34'];
@@ -65,7 +66,7 @@ test.serial('what the API and the worker wrote is consistent; each kind of damag
   await h.db('webhook_deliveries').insert({ ...copy, attempt: 2 });
   await api.post('/items', { sku: 'UNSENT', name: 'Never fanned out' });
   const { id: eventId } = await h.db('events').where({ account_id: account.accountId }).orderBy('seq', 'desc').first('id');
-  await h.db.raw('select graphile_worker.remove_job(?)', [`event:${eventId}`]);
+  await h.db.raw('select graphile_worker.remove_job(?)', [dispatchJobKey(eventId)]);
   const stranded = await h.db('webhook_dispatches').where({ webhook_id: webhookIds[1] }).first('event_id');
   await h.db('webhook_dispatches').where({ webhook_id: webhookIds[1], event_id: stranded.event_id }).update({ acknowledged_at: null });
   await h.db('webhook_deliveries').where({ webhook_id: webhookIds[1], event_id: stranded.event_id }).delete();

@@ -1,6 +1,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import test from 'ava';
-import { apiDocument, apiRoutes } from '../server/routes.ts';
+import { apiDocument } from '../server/api-document.ts';
+import { apiRoutes } from '../server/routes.ts';
 import { EVENT_TYPES, PING_EVENT } from '../shared/events.ts';
 import { checkDelivery, checkResponse } from './helpers/contract.ts';
 import { useHarness } from './helpers/harness.ts';

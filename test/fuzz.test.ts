@@ -8,7 +8,8 @@
 import fc from 'fast-check';
 import test from 'ava';
 import type { JsonSchema } from '../server/framework/schema.ts';
-import { apiDocument, apiRoutes } from '../server/routes.ts';
+import { apiDocument } from '../server/api-document.ts';
+import { apiRoutes } from '../server/routes.ts';
 import type { Client, Response } from './helpers/client.ts';
 import { tableCounts } from './helpers/counts.ts';
 import { brokenValue, hostileValue, queryString, toJson, validValue, type SchemaContext } from './helpers/fuzz.ts';

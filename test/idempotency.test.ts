@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import test from 'ava';
-import { makePruneIdempotencyKeys } from '../jobs/idempotency__prune.ts';
+import { pruneIdempotencyKeys } from '../jobs/idempotency_keys__prune.ts';
 import { apiRoutes } from '../server/routes.ts';
 import type { Client, Response } from './helpers/client.ts';
 import { tableCounts } from './helpers/counts.ts';
@@ -238,7 +239,7 @@ test.serial('a claim whose process died is waited for until its lock expires, th
   t.is(afresh.status, 201);
   await row().update({ expires_at: h.db.raw("now() - interval '1 second'") });
   const logged: string[] = [];
-  await makePruneIdempotencyKeys(h.db)({}, { logger: { info: (message: string) => logged.push(message) } } as never);
+  await pruneIdempotencyKeys(h.db).run({}, { logger: { info: (message: string) => logged.push(message) } } as never);
   t.is(await row().first(), undefined);
   t.deepEqual(logged, ['pruned 1 expired Idempotency-Keys']);
 });
@@ -256,6 +257,30 @@ test.serial('stored answers are encrypted at rest: the webhook secret is not in 
   t.is(stored.response_status, 201);
   t.false(stored.response_body.includes(body.secret));
   t.false(stored.response_body.includes(body.id));
+});
+
+test.serial('after ENCRYPTION_KEY changes, an answer stored under the old key counts as unused: the retry runs, no 500, logged once', async (t) => {
+  // Setup: an answer stored by an app with this file's key, and an app with another key on the same database.
+  const s = await setup();
+  const first = await post(s.api, '/locations', { name: 'Before the change' }, 'rotated');
+  t.is(first.status, 201);
+  const rotated = await h.startApp({ encryptionKey: randomBytes(32) });
+  const api = rotated.api(s.key);
+
+  // Action: the same request twice, and another key's stored answer.
+  const retried = await post(api, '/locations', { name: 'Before the change' }, 'rotated');
+  const again = await post(api, '/locations', { name: 'Before the change' }, 'rotated');
+  await post(s.api, '/locations', { name: 'Another' }, 'rotated-too');
+  const other = await post(api, '/locations', { name: 'Another' }, 'rotated-too');
+
+  // Assertions: each ran once more under the new key, then replays; one warning for all of it.
+  t.is(retried.status, 201);
+  t.is(retried.headers.get('Idempotent-Replayed'), null);
+  t.not(retried.body.id, first.body.id);
+  t.is(again.headers.get('Idempotent-Replayed'), 'true');
+  t.deepEqual(again.body, retried.body);
+  t.is(other.status, 201);
+  t.is(rotated.logs.filter((line) => line.includes('stored under another ENCRYPTION_KEY')).length, 1);
 });
 
 test.serial('requests without a key, and GETs with one, are not recorded', async (t) => {

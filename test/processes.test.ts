@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import test from 'ava';
+import { loadConfig } from '../shared/config.ts';
 import { useHarness } from './helpers/harness.ts';
 import { startProcess, TEST_KEY } from './helpers/processes.ts';
 
@@ -41,12 +42,12 @@ test('worker: SIGTERM stops it cleanly with exit 0', async (t) => {
   t.true(worker.lines.some((line) => line.includes('"msg":"stopped"')));
 });
 
-test('web and worker refuse to start without DATABASE_URL or WEBHOOK_SECRET_KEY, naming what is missing', async (t) => {
+test('web and worker refuse to start without DATABASE_URL or ENCRYPTION_KEY, naming what is missing', async (t) => {
   for (const [script, env, expected] of [
-    ['server/main.ts', { DATABASE_URL: '', WEBHOOK_SECRET_KEY: TEST_KEY }, /^DATABASE_URL is not set/],
-    ['jobs/main.ts', { DATABASE_URL: '', WEBHOOK_SECRET_KEY: TEST_KEY }, /^DATABASE_URL is not set/],
-    ['server/main.ts', { DATABASE_URL: h.databaseUrl, WEBHOOK_SECRET_KEY: '' }, /^WEBHOOK_SECRET_KEY is not set.*openssl rand -hex 32/],
-    ['jobs/main.ts', { DATABASE_URL: '', WEBHOOK_SECRET_KEY: '' }, /^DATABASE_URL and WEBHOOK_SECRET_KEY are not set/],
+    ['server/main.ts', { DATABASE_URL: '', ENCRYPTION_KEY: TEST_KEY }, /^DATABASE_URL is not set/],
+    ['jobs/main.ts', { DATABASE_URL: '', ENCRYPTION_KEY: TEST_KEY }, /^DATABASE_URL is not set/],
+    ['server/main.ts', { DATABASE_URL: h.databaseUrl, ENCRYPTION_KEY: '' }, /^ENCRYPTION_KEY is not set.*openssl rand -hex 32/],
+    ['jobs/main.ts', { DATABASE_URL: '', ENCRYPTION_KEY: '' }, /^DATABASE_URL and ENCRYPTION_KEY are not set/],
   ] as const) {
     const child = spawn(process.execPath, [script], { env: { ...process.env, ...env } });
     let output = '';
@@ -56,6 +57,15 @@ test('web and worker refuse to start without DATABASE_URL or WEBHOOK_SECRET_KEY,
     t.is(code, 1, script);
     t.regex(output, expected, script);
   }
+});
+
+test('ENCRYPTION_KEY is read under its old name, WEBHOOK_SECRET_KEY, too; two different keys are refused', (t) => {
+  const key = Buffer.from(TEST_KEY, 'hex');
+  const other = 'ab'.repeat(32);
+  t.deepEqual(loadConfig({ ENCRYPTION_KEY: TEST_KEY }).encryptionKey, key);
+  t.deepEqual(loadConfig({ WEBHOOK_SECRET_KEY: TEST_KEY }).encryptionKey, key);
+  t.deepEqual(loadConfig({ ENCRYPTION_KEY: TEST_KEY, WEBHOOK_SECRET_KEY: TEST_KEY }).encryptionKey, key);
+  t.throws(() => loadConfig({ ENCRYPTION_KEY: TEST_KEY, WEBHOOK_SECRET_KEY: other }), { message: /both set, to different keys/ });
 });
 
 test('a bad setting stops start-up with a message naming the variable', async (t) => {

@@ -2,7 +2,7 @@
 // database migrated once, then ava. Each test file copies the template into a database of its own.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { migrateLatest } from '../db/migrations.ts';
+import { migrateLatest } from '../db/migrations/index.ts';
 import { createDatabase, dropDatabase, startScratchServer } from './helpers/database.ts';
 
 const started = performance.now();

@@ -287,6 +287,17 @@ test('every move other than open → fulfilled / cancelled is a 409 naming the s
   t.deepEqual(unknownLocation.body.errors, [{ path: 'locationId', message: 'no location with this id in your account' }]);
 });
 
+test('a fulfilment names a bad location with a 400 before it looks the order up: a missing order with a good location is a 404', async (t) => {
+  const s = await setup();
+  const missing = '00000000-0000-4000-8000-000000000000';
+  const badLocation = await s.api.post(`/sales-orders/${missing}/fulfill`, { locationId: 'nowhere' });
+  t.is(badLocation.status, 400);
+  t.deepEqual(badLocation.body.errors, [{ path: 'locationId', message: 'no location with this id in your account' }]);
+  const goodLocation = await s.api.post(`/sales-orders/${missing}/fulfill`, { locationId: s.mainId });
+  t.is(goodLocation.status, 404);
+  t.deepEqual(goodLocation.body, { error: 'Sales order not found' });
+});
+
 test('two fulfilments of one order racing: one wins, stock is taken once', async (t) => {
   const s = await setup();
   await stock(s, s.boltId, 10);

@@ -3,6 +3,7 @@ import { moveStock } from '../server/resources/stock/ledger.ts';
 import { ConflictError } from '../server/framework/errors.ts';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches as mismatches } from './helpers/ledger.ts';
+import { dispatchJobKey } from '../shared/events.ts';
 
 const h = useHarness(test);
 
@@ -128,8 +129,14 @@ test('a transfer moves stock in one transaction, or not at all', async (t) => {
   const same = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: s.mainId, quantity: 1 });
   t.is(same.status, 400);
   t.deepEqual(same.body.errors, [{ path: 'toLocationId', message: 'must differ from fromLocationId' }]);
+  // Shape and references in one 400: every problem of the body at once.
   const invalid = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: 'nope', quantity: -1 });
-  t.deepEqual(invalid.body.errors.map((e: { path: string }) => e.path), ['quantity']);
+  t.deepEqual(invalid.body.errors.map((e: { path: string }) => e.path), ['quantity', 'toLocationId']);
+  const sameAndUnknown = await s.api.post('/stock-transfers', { itemId: 'no-such-item', fromLocationId: s.mainId, toLocationId: s.mainId, quantity: 1 });
+  t.deepEqual(sameAndUnknown.body.errors, [
+    { path: 'toLocationId', message: 'must differ from fromLocationId' },
+    { path: 'itemId', message: 'no item with this id in your account' },
+  ]);
   const unknown = await s.api.post('/stock-transfers', { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: 'nope', quantity: 1 });
   t.deepEqual(unknown.body.errors.map((e: { path: string }) => e.path), ['toLocationId']);
   t.deepEqual(await ledgerMismatches(s.accountId), []);
@@ -193,7 +200,7 @@ test('a committed movement leaves one movement, one event and one job; a rolled-
   // The public jobs view has no payload column; the job's key names the event.
   const job = await h.db.raw(
     `select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-     where t.identifier = 'events__dispatch' and j.key = ?`, [`event:${event.id}`]);
+     where t.identifier = 'events__dispatch' and j.key = ?`, [dispatchJobKey(event.id)]);
   t.deepEqual(job.rows.map((r: { payload: unknown }) => r.payload), [{ eventId: event.id }]);
 
   // A multi-line change whose transaction rolls back: the first line applied, the second could not.

@@ -1,6 +1,6 @@
 // Webhook subscriptions through the API: what may be registered, what is shown, who sees what; and /events.
 import test from 'ava';
-import { recordEvent } from '../shared/events.ts';
+import { recordEvent } from '../db/events.ts';
 import type { ResolveHost } from '../shared/webhook-urls.ts';
 import type { Client } from './helpers/client.ts';
 import { useHarness, type RunningApp } from './helpers/harness.ts';

@@ -1,10 +1,11 @@
 import { Writable } from 'node:stream';
 import test from 'ava';
-import { makePruneDeliveries } from '../jobs/webhooks__prune.ts';
+import { pruneDeliveryLog } from '../jobs/delivery_log__prune.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { createLogger } from '../shared/logger.ts';
 import { testConfig, useHarness } from './helpers/harness.ts';
 import { eventually } from './helpers/receiver.ts';
+import { dispatchJobKey } from '../shared/events.ts';
 
 const h = useHarness(test);
 
@@ -32,7 +33,7 @@ test.serial('the worker completes the job of each committed event; with no subsc
   t.deepEqual(events.map((e) => e.type), ['item.created', 'stock.adjusted']);
 
   await withWorker(async () => {
-    const drained = await eventually(async () => !(await Promise.all(events.map((e) => pendingJob(`event:${e.id}`)))).some(Boolean));
+    const drained = await eventually(async () => !(await Promise.all(events.map((e) => pendingJob(dispatchJobKey(e.id))))).some(Boolean));
     t.true(drained, 'every event job was completed');
   });
   t.is((await h.db('webhook_dispatches').where({ account_id: account.accountId })).length, 0);
@@ -67,7 +68,7 @@ test.serial('the daily prune deletes delivery log rows older than 30 days and ke
   });
   await h.db('webhook_deliveries').insert([row(31), row(31), row(29)]);
   const logged: string[] = [];
-  await makePruneDeliveries(h.db)({}, { logger: { info: (message: string) => logged.push(message) } } as never);
+  await pruneDeliveryLog(h.db).run({}, { logger: { info: (message: string) => logged.push(message) } } as never);
   t.deepEqual(logged, ['pruned 2 delivery log rows older than 30 days']);
   t.is((await h.db('webhook_deliveries').where({ account_id: account.accountId })).length, 1);
 });

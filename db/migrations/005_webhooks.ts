@@ -8,7 +8,7 @@ export async function up(knex: Knex): Promise<void> {
     t.specificType('events', 'text[]').notNullable();
     t.boolean('enabled').notNullable().defaultTo(true);
     t.text('disabled_reason');
-    // Signing secrets, encrypted with WEBHOOK_SECRET_KEY: a dump of the database alone cannot sign.
+    // Signing secrets, encrypted with ENCRYPTION_KEY: a dump of the database alone cannot sign.
     t.text('secret_encrypted').notNullable();
     t.text('previous_secret_encrypted');
     t.timestamp('previous_secret_expires_at', { useTz: true, precision: 3 });

@@ -1,6 +1,6 @@
 import type { ParameterizedContext } from 'koa';
 import type { Logger } from '../../shared/logger.ts';
-import type { ApiKeyIdentity } from '../../shared/accounts.ts';
+import type { ApiKeyIdentity } from '../../db/accounts.ts';
 
 export interface AppState {
   requestId: string;

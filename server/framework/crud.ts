@@ -1,6 +1,6 @@
 // Queries every account-owned table shares. Each takes the account id: no row is read or written without it.
 import type { Knex } from 'knex';
-import { isUuid } from '../../shared/accounts.ts';
+import { isUuid } from '../../shared/guards.ts';
 import { fetchPage, type PageRequest } from './pagination.ts';
 import type { Timestamp } from '../../db/timestamps.ts';
 

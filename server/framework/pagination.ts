@@ -2,11 +2,11 @@
 // next page whose cursor makes deep pages cost what the first one does.
 import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
-import { isUuid } from '../../shared/accounts.ts';
+import { isUuid } from '../../shared/guards.ts';
 import type { AppContext } from './context.ts';
 import { ValidationError } from './errors.ts';
 import type { Reply } from './route.ts';
-import { array, describe, integer, named, object, optional, queryInteger, queryTimestamp, text, type AnyStruct } from './schema.ts';
+import { array, describe, integer, metaOf, named, object, optional, queryInteger, queryTimestamp, text, type AnyStruct } from './schema.ts';
 import type { Timestamp } from '../../db/timestamps.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -34,9 +34,9 @@ export function listQuery<F extends Record<string, AnyStruct>>(filters: F) {
   return object({ ...pageFields, ...filters });
 }
 
-/** `{data, page, limit}` around a record schema, for the OpenAPI document. */
-export function listOf(name: string, record: AnyStruct): AnyStruct {
-  return named(`${name}List`, object({
+/** `{data, page, limit}` around a named record schema: `<Name>List` in the OpenAPI document. */
+export function listOf(record: AnyStruct): AnyStruct {
+  return named(`${metaOf(record).name}List`, object({
     data: array(record),
     page: integer({ minimum: 1 }),
     limit: integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),

@@ -1,7 +1,7 @@
 // Checks that the records a request body names belong to the caller's account, naming every one that does not.
 import type { Knex } from 'knex';
-import { isUuid } from '../../shared/accounts.ts';
-import { ValidationError, type Problem } from './errors.ts';
+import { isRecord, isUuid } from '../../shared/guards.ts';
+import type { Problem } from './errors.ts';
 
 type Table = 'items' | 'locations' | 'customers';
 
@@ -41,11 +41,6 @@ export async function missingReferences(db: Knex, accountId: string, references:
   });
 }
 
-export async function requireReferences(db: Knex, accountId: string, references: Reference[]): Promise<void> {
-  const problems = await missingReferences(db, accountId, references);
-  if (problems.length) throw new ValidationError(problems);
-}
-
 /**
  * Where a route's body names records: `locationId`, or `lines[].itemId` for a field of every element of an
  * array. Read from the body as sent, before or despite shape problems, so one 400 names both kinds.
@@ -55,9 +50,6 @@ export interface ReferenceField {
   field: string;
   active?: boolean;
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The references a possibly malformed body makes; values that are not strings are the shape check's to report. */
 function referencesIn(body: unknown, fields: ReferenceField[]): Reference[] {

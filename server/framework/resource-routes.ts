@@ -1,36 +1,51 @@
-// Route builders shared by the resources: a paged list, a get by id, and for plain account-owned records the
-// whole list / get / create / update set.
+// Route builders shared by the resources: the paged list and the get by id every resource has, and for plain
+// account-owned records the whole list / get / create / update set. Operation ids come from the record's schema
+// name (`StockAdjustment`: `listStockAdjustments`, `getStockAdjustment`, its list `StockAdjustmentList`); prose
+// (summaries, the 404) from the noun (`stock adjustment`).
 import type { Knex } from 'knex';
-import { recordEvent, type EventType } from '../../shared/events.ts';
+import { recordEvent } from '../../db/events.ts';
+import type { EventType } from '../../shared/events.ts';
 import type { OwnedRow } from './crud.ts';
 import { NotFoundError } from './errors.ts';
 import { listOf, pageReply, pageRequest, withRememberedStart, type PageRequest } from './pagination.ts';
 import { created, defineRoute, ok, type AnyRoute } from './route.ts';
-import type { AnyStruct, Struct } from './schema.ts';
+import { metaOf, type AnyStruct, type Struct } from './schema.ts';
 
-interface ListRouteSpec<Row extends OwnedRow, Rec, Query> {
+interface ReadSpec<Row extends OwnedRow, Rec, Query> {
+  /** The collection: `/stock-adjustments`; one record is at `<path>/{id}`. */
   path: string;
-  operationId: string;
   tag: string;
-  summary: string;
-  description?: string;
-  /** Names the `<Name>List` schema of the response. */
-  name: string;
+  /** One record in prose, lower case: `stock adjustment`. */
+  noun: string;
+  /** The record's named schema. */
   record: AnyStruct;
   query: Struct<Query, any>;
   list: (db: Knex, accountId: string, filters: Query, page: PageRequest) => Promise<Row[]>;
+  find: (db: Knex, accountId: string, id: string) => Promise<Row | undefined>;
   toRecord: (row: Row) => Rec;
+  /** Replaces the list's standard description. */
+  listDescription?: string;
   /** Logs list newest first. */
   newestFirst?: boolean;
 }
 
-export function listRoute<Row extends OwnedRow, Rec, Query>(spec: ListRouteSpec<Row, Rec, Query>): AnyRoute {
+const article = (noun: string) => (/^[aeiou]/.test(noun) ? 'an' : 'a');
+const capitalised = (noun: string) => noun.charAt(0).toUpperCase() + noun.slice(1);
+
+/** The record's schema name, which operation ids are made of. */
+export function recordName(record: AnyStruct): string {
+  const { name } = metaOf(record);
+  if (!name) throw new Error('resource routes need a named record schema');
+  return name;
+}
+
+export function listRoute<Row extends OwnedRow, Rec, Query>(spec: Omit<ReadSpec<Row, Rec, Query>, 'find'>): AnyRoute {
   return defineRoute({
-    method: 'get', path: spec.path, operationId: spec.operationId, tag: spec.tag,
-    summary: spec.summary,
-    description: spec.description ?? `Your account's records, ${spec.newestFirst ? 'newest' : 'oldest'} first, a page at a time: follow the \`Link\` header, or pass \`updatedSince\` to sync what changed.`,
+    method: 'get', path: spec.path, operationId: `list${recordName(spec.record)}s`, tag: spec.tag,
+    summary: `List ${spec.noun}s`,
+    description: spec.listDescription ?? `Your account's records, ${spec.newestFirst ? 'newest' : 'oldest'} first, a page at a time: follow the \`Link\` header, or pass \`updatedSince\` to sync what changed.`,
     query: spec.query,
-    success: { status: 200, description: 'A page of records', schema: listOf(spec.name, spec.record), list: true },
+    success: { status: 200, description: 'A page of records', schema: listOf(spec.record), list: true },
     handler: async ({ db, auth, query, ctx }) => {
       const page = withRememberedStart(ctx, pageRequest(query as Query & object, { descending: spec.newestFirst }));
       return pageReply(ctx, page, await spec.list(db, auth.accountId, query, page), spec.toRecord);
@@ -38,48 +53,31 @@ export function listRoute<Row extends OwnedRow, Rec, Query>(spec: ListRouteSpec<
   });
 }
 
-interface GetRouteSpec<Row, Rec> {
-  path: string;
-  operationId: string;
-  tag: string;
-  summary: string;
-  /** As the 404 names it: "Stock adjustment". */
-  name: string;
-  record: AnyStruct;
-  find: (db: Knex, accountId: string, id: string) => Promise<Row | undefined>;
-  toRecord: (row: Row) => Rec;
-}
-
-export function getRoute<Row, Rec>(spec: GetRouteSpec<Row, Rec>): AnyRoute {
+export function getRoute<Row extends OwnedRow, Rec>(spec: Pick<ReadSpec<Row, Rec, unknown>, 'path' | 'tag' | 'noun' | 'record' | 'find' | 'toRecord'>): AnyRoute {
   return defineRoute({
-    method: 'get', path: spec.path, operationId: spec.operationId, tag: spec.tag,
-    summary: spec.summary,
-    description: `One ${spec.name.toLowerCase()} of your account, by id. Another account's record is a 404, as a missing one.`,
-    success: { status: 200, description: `The ${spec.name.toLowerCase()}`, schema: spec.record },
-    errors: { 404: `No such ${spec.name.toLowerCase()} in this account` },
+    method: 'get', path: `${spec.path}/{id}`, operationId: `get${recordName(spec.record)}`, tag: spec.tag,
+    summary: `Get ${article(spec.noun)} ${spec.noun}`,
+    description: `One ${spec.noun} of your account, by id. Another account's record is a 404, as a missing one.`,
+    success: { status: 200, description: `The ${spec.noun}`, schema: spec.record },
+    errors: { 404: `No such ${spec.noun} in this account` },
     handler: async ({ db, auth, params }) => {
       const row = await spec.find(db, auth.accountId, params.id ?? '');
-      if (!row) throw new NotFoundError(spec.name);
+      if (!row) throw new NotFoundError(capitalised(spec.noun));
       return ok(spec.toRecord(row));
     },
   });
 }
 
-export interface ResourceDefinition<Row extends OwnedRow, Rec, Create, Update, Query> {
-  /** Singular, capitalised: "Location". */
-  name: string;
-  /** Collection path: "/locations". */
-  path: string;
-  tag: string;
-  record: AnyStruct;
+/** The list and the get by id of a resource. */
+export function readRoutes<Row extends OwnedRow, Rec, Query>(spec: ReadSpec<Row, Rec, Query>): { list: AnyRoute; get: AnyRoute } {
+  return { list: listRoute(spec), get: getRoute(spec) };
+}
+
+export interface ResourceDefinition<Row extends OwnedRow, Rec, Create, Update, Query> extends ReadSpec<Row, Rec, Query> {
   createBody: Struct<Create, any>;
   updateBody: Struct<Update, any>;
-  listQuery: Struct<Query, any>;
-  toRecord: (row: Row) => Rec;
-  find: (db: Knex, accountId: string, id: string) => Promise<Row | undefined>;
   insert: (db: Knex, accountId: string, input: Create) => Promise<Row>;
   update: (db: Knex, accountId: string, id: string, patch: Update) => Promise<Row | undefined>;
-  list: (db: Knex, accountId: string, filters: Query, page: PageRequest) => Promise<Row[]>;
   /** Why a create or update can conflict, when it can. */
   conflict?: string;
   /** Events recorded, in the same transaction, when a record is created or changed. */
@@ -89,20 +87,18 @@ export interface ResourceDefinition<Row extends OwnedRow, Rec, Create, Update, Q
 export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>(
   resource: ResourceDefinition<Row, Rec, Create, Update, Query>,
 ): { list: AnyRoute; get: AnyRoute; create: AnyRoute; update: AnyRoute } {
-  const { name, path, tag, toRecord } = resource;
-  const lower = name.toLowerCase();
-  const article = /^[aeiou]/.test(lower) ? 'an' : 'a';
+  const { noun, path, tag, toRecord } = resource;
+  const name = recordName(resource.record);
   const conflict = resource.conflict ? { 409: resource.conflict } : {};
 
   return {
-    list: listRoute({ ...resource, operationId: `list${name}s`, summary: `List ${lower}s`, query: resource.listQuery }),
-    get: getRoute({ ...resource, path: `${path}/{id}`, operationId: `get${name}`, summary: `Get ${article} ${lower}` }),
+    ...readRoutes(resource),
     create: defineRoute({
       method: 'post', path, operationId: `create${name}`, tag,
-      summary: `Create ${article} ${lower}`,
-      description: `Answers the ${lower} as stored, with its id.${resource.conflict ? ` A 409 when ${resource.conflict.charAt(0).toLowerCase()}${resource.conflict.slice(1)}.` : ''}`,
+      summary: `Create ${article(noun)} ${noun}`,
+      description: `Answers the ${noun} as stored, with its id.${resource.conflict ? ` A 409 when ${resource.conflict.charAt(0).toLowerCase()}${resource.conflict.slice(1)}.` : ''}`,
       body: resource.createBody,
-      success: { status: 201, description: `The created ${lower}`, schema: resource.record },
+      success: { status: 201, description: `The created ${noun}`, schema: resource.record },
       errors: conflict,
       handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
         const record = toRecord(await resource.insert(trx, auth.accountId, body));
@@ -112,14 +108,14 @@ export function resourceRoutes<Row extends OwnedRow, Rec, Create, Update, Query>
     }),
     update: defineRoute({
       method: 'patch', path: `${path}/{id}`, operationId: `update${name}`, tag,
-      summary: `Update ${article} ${lower}`,
+      summary: `Update ${article(noun)} ${noun}`,
       description: 'Only the fields sent change.',
       body: resource.updateBody,
-      success: { status: 200, description: `The updated ${lower}`, schema: resource.record },
-      errors: { 404: `No such ${lower} in this account`, ...conflict },
+      success: { status: 200, description: `The updated ${noun}`, schema: resource.record },
+      errors: { 404: `No such ${noun} in this account`, ...conflict },
       handler: async ({ db, auth, params, body }) => ok(await db.transaction(async (trx) => {
         const row = await resource.update(trx, auth.accountId, params.id ?? '', body);
-        if (!row) throw new NotFoundError(name);
+        if (!row) throw new NotFoundError(capitalised(noun));
         const record = toRecord(row);
         const changed = Object.values(body as object).some((value) => value !== undefined);
         if (resource.events && changed) await recordEvent(trx, auth.accountId, { type: resource.events.updated, data: record });

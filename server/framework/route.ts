@@ -2,8 +2,9 @@
 // it, so what the API validates and what the document says come from the same structs.
 import type Router from '@koa/router';
 import { validate } from 'superstruct';
-import type { Db } from '../../db/knex.ts';
-import type { ApiKeyIdentity } from '../../shared/accounts.ts';
+import type { Knex } from 'knex';
+import type { ApiKeyIdentity } from '../../db/accounts.ts';
+import { isRecord } from '../../shared/guards.ts';
 import type { Config } from '../../shared/config.ts';
 import type { ResolveHost } from '../../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './context.ts';
@@ -18,7 +19,7 @@ export interface Reply {
 
 /** What handlers may use besides the request: passed in by createApp, so tests hand in their own. */
 export interface RouteDeps {
-  db: Db;
+  db: Knex;
   config: Config;
   resolveHost: ResolveHost;
 }
@@ -78,7 +79,7 @@ const NO_QUERY = object({});
 
 function check<T>(struct: Struct<T, unknown>, value: unknown, root: string, problems: Problem[]): T {
   // superstruct would walk an array's indexes as if they were fields.
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isRecord(value)) {
     problems.push({ path: root, message: 'must be an object' });
     return value as T;
   }
@@ -89,7 +90,7 @@ function check<T>(struct: Struct<T, unknown>, value: unknown, root: string, prob
 
 /** A route without a body schema takes none: anything but nothing or `{}` is refused rather than ignored. */
 function refuseBody(sent: unknown, problems: Problem[]): undefined {
-  const empty = typeof sent === 'object' && sent !== null && !Array.isArray(sent) && Object.keys(sent).length === 0;
+  const empty = isRecord(sent) && Object.keys(sent).length === 0;
   if (!empty) problems.push({ path: 'body', message: 'must be empty: this operation takes no body' });
   return undefined;
 }

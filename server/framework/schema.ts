@@ -3,6 +3,7 @@
 // is generated from the very structs the routes validate with.
 import * as s from 'superstruct';
 import type { Struct } from 'superstruct';
+import { decimalProblem, MAX_DECIMAL, PLACES } from '../../shared/decimal.ts';
 
 export type { Infer, Struct } from 'superstruct';
 // These carry their own OpenAPI shape (see openapi.ts); object() below rejects unknown keys.
@@ -179,32 +180,6 @@ export function patchOf<T extends Record<string, unknown>, E extends ObjectShape
   return s.object({ ...shape, ...extra }) as unknown as Struct<Partial<T> & { [K in keyof E]?: s.Infer<E[K]> }, ObjectShape>;
 }
 
-/** The largest magnitude a quantity or amount may have: 15 significant digits keep a JSON number exact. */
-export const MAX_DECIMAL = 999_999_999.999999;
-const MAX_PLACES = 6;
-
-function decimalPlaces(value: number): number {
-  const [mantissa = '', exponent = '0'] = String(Math.abs(value)).split('e');
-  const fraction = mantissa.split('.')[1] ?? '';
-  return Math.max(0, fraction.length - Number(exponent));
-}
-
-function decimalProblem(value: number): string | undefined {
-  if (!Number.isFinite(value)) return 'must be a finite number';
-  if (Math.abs(value) > MAX_DECIMAL) return `must be between -${MAX_DECIMAL} and ${MAX_DECIMAL}`;
-  if (decimalPlaces(value) > MAX_PLACES) return `must have at most ${MAX_PLACES} decimal places`;
-  return undefined;
-}
-
-/**
- * Whether a value passes decimal()'s checks. superstruct still runs an object's refinement when a field failed
- * only its own refinement (1e400 is a number, just not a finite one), so a refinement that computes with
- * decimals checks them first and leaves the reporting to the field.
- */
-export function isDecimal(value: unknown): value is number {
-  return typeof value === 'number' && decimalProblem(value) === undefined;
-}
-
 interface DecimalOptions {
   /** 'positive': > 0; 'nonNegative': >= 0; 'nonZero': signed but not 0. */
   sign?: 'positive' | 'nonNegative' | 'nonZero';
@@ -225,7 +200,7 @@ export function decimal(options: DecimalOptions = {}): Struct<number, null> {
   });
   // The 6-decimal rule is stated in words: `multipleOf: 0.000001` would make JSON Schema validators (ajv, Prism)
   // reject valid values, as 0.4 is not a multiple of 0.000001 in floating point.
-  const rule = `At most ${MAX_PLACES} decimal places; stored exactly.`;
+  const rule = `At most ${PLACES} decimal places; stored exactly.`;
   return describe(struct, {
     type: 'number',
     description: options.description ? `${options.description.replace(/\.?$/, '.')} ${rule}` : rule,

@@ -1,11 +1,11 @@
 import type { Next } from 'koa';
-import type { Db } from '../../db/knex.ts';
-import { findApiKey } from '../../shared/accounts.ts';
+import type { Knex } from 'knex';
+import { findApiKey } from '../../db/accounts.ts';
 import { ApiError } from '../framework/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
 /** Looks the X-API-Key up without rejecting anything yet: the rate limiter needs to know whose request it is. */
-export function identify(db: Db) {
+export function identify(db: Knex) {
   return async function identify(ctx: AppContext, next: Next): Promise<void> {
     const key = ctx.get('X-API-Key');
     if (key) {

@@ -9,10 +9,13 @@
 // after it the retry takes the key over and runs the request. If the process died in the moment between its
 // commit and storing the answer, that second run applies the change again: the price of not holding a database
 // connection per request for the sake of a crash in a window of a few milliseconds.
+//
+// Answers are stored encrypted with ENCRYPTION_KEY. One stored under a key since replaced cannot be replayed: the
+// Idempotency-Key then counts as unused (the request runs), and the log says so once.
 import { createHash, randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
-import type { Db } from '../../db/knex.ts';
-import { decryptSecret, encryptSecret } from '../../shared/webhook-secrets.ts';
+import type { Knex } from 'knex';
+import { decrypt, DecryptionError, encrypt } from '../../shared/encryption.ts';
 import { ConflictError, ValidationError } from '../framework/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
@@ -39,10 +42,11 @@ function requestHash(ctx: AppContext): string {
 }
 
 /**
- * Claims the key, or returns the row that holds it. An expired row, or a running one whose lock expired for
- * the same request, is taken over in the same statement, so two processes never both believe they own a key.
+ * Claims the key, or returns the row that holds it. An expired row, a running one whose lock expired for the same
+ * request, or one holding the `unreadable` answer for it, is taken over in the same statement, so two processes
+ * never both believe they own a key.
  */
-async function claim(db: Db, ctx: AppContext, accountId: string, key: string, hash: string): Promise<Claim> {
+async function claim(db: Knex, ctx: AppContext, accountId: string, key: string, hash: string, unreadable: string | null = null): Promise<Claim> {
   // The row may go between the two statements (its request failed and released it): then claim again.
   for (let attempt = 0; attempt < 3; attempt++) {
     const token = randomUUID();
@@ -54,8 +58,9 @@ async function claim(db: Db, ctx: AppContext, accountId: string, key: string, ha
          locked_until = excluded.locked_until, expires_at = excluded.expires_at, response_status = null,
          response_body = null, response_headers = null, created_at = now(), updated_at = now()
        where k.expires_at <= now() or (k.state = 'running' and k.locked_until <= now() and k.request_hash = excluded.request_hash)
+         or (k.response_body = ? and k.request_hash = excluded.request_hash)
        returning lock_token`,
-      [accountId, key, hash, token, LOCK_SECONDS, KEY_LIFETIME_HOURS],
+      [accountId, key, hash, token, LOCK_SECONDS, KEY_LIFETIME_HOURS, unreadable],
     );
     if (rows[0]?.lock_token === token) return { claimed: true, token };
     const row: KeyRow | undefined = await db('idempotency_keys').where({ account_id: accountId, key })
@@ -70,24 +75,41 @@ function stillRunning(ctx: AppContext): never {
   throw new ConflictError('A request with this Idempotency-Key is still running; retry after it finishes');
 }
 
-function replay(ctx: AppContext, row: KeyRow, secretKey: Buffer): void {
-  ctx.status = row.response_status!;
-  for (const [name, value] of Object.entries(row.response_headers ?? {})) ctx.set(name, value);
-  ctx.set(REPLAYED_HEADER, 'true');
-  if (row.response_body !== null) {
-    ctx.type = 'application/json';
-    ctx.body = decryptSecret(secretKey, row.response_body);
+let unreadableLogged = false;
+
+/** The stored answer's body, or `undefined` when this ENCRYPTION_KEY cannot read it. */
+function storedBody(ctx: AppContext, row: KeyRow, encryptionKey: Buffer): string | null | undefined {
+  if (row.response_body === null) return null;
+  try {
+    return decrypt(encryptionKey, row.response_body);
+  } catch (error) {
+    if (!(error instanceof DecryptionError)) throw error;
+    if (!unreadableLogged) {
+      ctx.state.log.warn('an Idempotency-Key answer was stored under another ENCRYPTION_KEY: such keys count as unused and their requests run again');
+      unreadableLogged = true;
+    }
+    return undefined;
   }
 }
 
-async function store(db: Db, ctx: AppContext, secretKey: Buffer, accountId: string, key: string, token: string): Promise<void> {
+function replay(ctx: AppContext, row: KeyRow, body: string | null): void {
+  ctx.status = row.response_status!;
+  for (const [name, value] of Object.entries(row.response_headers ?? {})) ctx.set(name, value);
+  ctx.set(REPLAYED_HEADER, 'true');
+  if (body !== null) {
+    ctx.type = 'application/json';
+    ctx.body = body;
+  }
+}
+
+async function store(db: Knex, ctx: AppContext, encryptionKey: Buffer, accountId: string, key: string, token: string): Promise<void> {
   const headers = Object.fromEntries(KEPT_HEADERS.flatMap((name) => (ctx.response.get(name) ? [[name, ctx.response.get(name)]] : [])));
   try {
     await db('idempotency_keys').where({ account_id: accountId, key, lock_token: token }).update({
       state: 'done',
       response_status: ctx.status,
       // Encrypted like webhook secrets, which the answer of POST /webhooks carries: a dump alone reveals none.
-      response_body: ctx.body == null ? null : encryptSecret(secretKey, JSON.stringify(ctx.body)),
+      response_body: ctx.body == null ? null : encrypt(encryptionKey, JSON.stringify(ctx.body)),
       response_headers: headers,
       updated_at: db.fn.now(),
     });
@@ -97,7 +119,7 @@ async function store(db: Db, ctx: AppContext, secretKey: Buffer, accountId: stri
   }
 }
 
-async function release(db: Db, ctx: AppContext, accountId: string, key: string, token: string): Promise<void> {
+async function release(db: Knex, ctx: AppContext, accountId: string, key: string, token: string): Promise<void> {
   try {
     await db('idempotency_keys').where({ account_id: accountId, key, lock_token: token }).delete();
   } catch (error) {
@@ -108,25 +130,28 @@ async function release(db: Db, ctx: AppContext, accountId: string, key: string, 
 
 /**
  * Runs after authentication and body parsing, for POST requests that carry an `Idempotency-Key`. Stored answers
- * are encrypted with WEBHOOK_SECRET_KEY, without which the web process does not start.
+ * are encrypted with ENCRYPTION_KEY, without which the web process does not start.
  */
-export function idempotency(db: Db, secretKey: Buffer | undefined) {
+export function idempotency(db: Knex, encryptionKey: Buffer | undefined) {
   return async function idempotency(ctx: AppContext, next: Next): Promise<void> {
     const key = ctx.get(IDEMPOTENCY_HEADER);
     const auth = ctx.state.auth;
     if (ctx.method !== 'POST' || key === '' || !auth) return next();
     if (key.length > MAX_KEY_LENGTH) throw ValidationError.of(IDEMPOTENCY_HEADER, `must be at most ${MAX_KEY_LENGTH} characters`);
 
-    if (!secretKey) throw new Error('WEBHOOK_SECRET_KEY is not configured');
+    if (!encryptionKey) throw new Error('ENCRYPTION_KEY is not configured');
     const hash = requestHash(ctx);
-    const found = await claim(db, ctx, auth.accountId, key, hash);
+    let found = await claim(db, ctx, auth.accountId, key, hash);
     if (!found.claimed) {
       const { row } = found;
       if (row.request_hash !== hash) {
         throw new ConflictError('This Idempotency-Key was already used with another request (method, path or body); use a new key for a new request');
       }
       if (row.state === 'running') stillRunning(ctx);
-      return replay(ctx, row, secretKey);
+      const body = storedBody(ctx, row, encryptionKey);
+      if (body !== undefined) return replay(ctx, row, body);
+      found = await claim(db, ctx, auth.accountId, key, hash, row.response_body);
+      if (!found.claimed) stillRunning(ctx);
     }
 
     try {
@@ -135,7 +160,7 @@ export function idempotency(db: Db, secretKey: Buffer | undefined) {
       await release(db, ctx, auth.accountId, key, found.token);
       throw error;
     }
-    if (ctx.status >= 200 && ctx.status < 300) await store(db, ctx, secretKey, auth.accountId, key, found.token);
+    if (ctx.status >= 200 && ctx.status < 300) await store(db, ctx, encryptionKey, auth.accountId, key, found.token);
     else await release(db, ctx, auth.accountId, key, found.token);
   };
 }

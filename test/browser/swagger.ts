@@ -6,11 +6,12 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { createDb, type Db } from '../../db/knex.ts';
-import { migrateLatest } from '../../db/migrations.ts';
+import type { Knex } from 'knex';
+import { createDb } from '../../db/knex.ts';
+import { migrateLatest } from '../../db/migrations/index.ts';
 import { createApp } from '../../server/app.ts';
-import { API_PREFIX } from '../../server/framework/openapi.ts';
-import { createAccount, createApiKey } from '../../shared/accounts.ts';
+import { API_PREFIX } from '../../server/routes.ts';
+import { createAccount, createApiKey } from '../../db/accounts.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { createDatabase, dropDatabase, startScratchServer, type ScratchServer } from '../helpers/database.ts';
@@ -70,7 +71,7 @@ async function execute(block: Locator): Promise<{ status: string; body: string }
 
 let postgres: ScratchServer | undefined;
 const scratch = `stockroom_browser_${process.pid}`;
-let db: Db | undefined;
+let db: Knex | undefined;
 let server: Server | undefined;
 let browser: Browser | undefined;
 let exitCode = 1;

@@ -3,6 +3,7 @@
 // 2xx is there, and nothing is half-written.
 import test from 'ava';
 import { createDb } from '../../db/knex.ts';
+import { createLogger } from '../../shared/logger.ts';
 import { client } from '../helpers/client.ts';
 import { ledgerMismatches } from '../helpers/ledger.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -14,8 +15,7 @@ test('a PostgreSQL restart under write load: fast 503s, recovery without a resta
   // Setup: a database of this test's own, the web process, an item and a location.
   const pg = await ownPostgres('outage');
   t.teardown(() => pg.destroy());
-  const quiet = () => {};
-  const db = createDb(pg.url, 2, { warn: quiet, error: quiet });
+  const db = createDb(pg.url, 2, createLogger('silent'));
   t.teardown(() => db.destroy());
   const { accountId, key } = await newKey(db);
   const web = await startWeb(pg.url);

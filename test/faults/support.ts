@@ -7,10 +7,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Knex } from 'knex';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../db/embedded.ts';
-import type { Db } from '../../db/knex.ts';
-import { migrateLatest } from '../../db/migrations.ts';
-import { createAccount, createApiKey } from '../../shared/accounts.ts';
+import { migrateLatest } from '../../db/migrations/index.ts';
+import { createAccount, createApiKey } from '../../db/accounts.ts';
 import { freePort } from '../helpers/database.ts';
 import { startProcess, type Started } from '../helpers/processes.ts';
 
@@ -48,7 +48,7 @@ export async function ownPostgres(label: string): Promise<OwnPostgres> {
   };
 }
 
-export async function newKey(db: Db): Promise<{ accountId: string; key: string }> {
+export async function newKey(db: Knex): Promise<{ accountId: string; key: string }> {
   const { accountId } = await createAccount(db, 'Fault test account', 'faults@example.com');
   const { key } = await createApiKey(db, { accountId, email: 'faults@example.com', label: 'faults' });
   return { accountId, key };

@@ -1,6 +1,6 @@
 // A small HTTP client for the API under test: JSON in, {status, body, headers} out. Every response is checked
 // against the OpenAPI document (contract.ts): one the document does not describe fails the test.
-import { API_PREFIX } from '../../server/framework/openapi.ts';
+import { API_PREFIX } from '../../server/routes.ts';
 import { checkResponse } from './contract.ts';
 
 export interface Response<T = any> {

@@ -3,9 +3,9 @@
 // must validate against that status's schema; anything else fails the test that received it.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { API_PREFIX } from '../../server/framework/openapi.ts';
+import { API_PREFIX } from '../../server/routes.ts';
 import type { JsonSchema } from '../../server/framework/schema.ts';
-import { apiDocument } from '../../server/routes.ts';
+import { apiDocument } from '../../server/api-document.ts';
 
 interface Operation {
   method: string;

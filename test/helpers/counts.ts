@@ -1,10 +1,10 @@
 // Row counts of every table of the database (ours and graphile-worker's jobs), in one statement: what a request
 // that was refused or replayed must leave exactly as it was.
-import type { Db } from '../../db/knex.ts';
+import type { Knex } from 'knex';
 
-const tableNames = new WeakMap<Db, Promise<string[]>>();
+const tableNames = new WeakMap<Knex, Promise<string[]>>();
 
-async function tables(db: Db): Promise<string[]> {
+async function tables(db: Knex): Promise<string[]> {
   let names = tableNames.get(db);
   if (!names) {
     names = db.raw(`select format('%I.%I', schemaname, tablename) as name from pg_tables
@@ -15,7 +15,7 @@ async function tables(db: Db): Promise<string[]> {
   return names;
 }
 
-export async function tableCounts(db: Db): Promise<Record<string, number>> {
+export async function tableCounts(db: Knex): Promise<Record<string, number>> {
   const names = await tables(db);
   const { rows } = await db.raw(`select ${names.map((name, i) => `(select count(*)::int from ${name}) as c${i}`).join(', ')}`);
   return Object.fromEntries(names.map((name, i) => [name, rows[0][`c${i}`] as number]));

@@ -3,10 +3,11 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { TestFn } from 'ava';
-import { createDb, type Db } from '../../db/knex.ts';
+import type { Knex } from 'knex';
+import { createDb } from '../../db/knex.ts';
 import { createApp } from '../../server/app.ts';
 import { createHttpServer } from '../../server/web.ts';
-import { createAccount, createApiKey } from '../../shared/accounts.ts';
+import { createAccount, createApiKey } from '../../db/accounts.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import type { ResolveHost } from '../../shared/webhook-urls.ts';
@@ -32,15 +33,15 @@ export interface RunningApp {
 }
 
 export interface Harness {
-  db: Db;
+  db: Knex;
   databaseUrl: string;
   /** The default app: limits high enough never to interfere. */
   app: RunningApp;
-  startApp(overrides?: Partial<Config>, deps?: { db?: Db; resolveHost?: ResolveHost }): Promise<RunningApp>;
+  startApp(overrides?: Partial<Config>, deps?: { db?: Knex; resolveHost?: ResolveHost }): Promise<RunningApp>;
   newAccount(name?: string): Promise<TestAccount>;
 }
 
-/** WEBHOOK_SECRET_KEY of this file's apps, workers and processes: what one encrypts, the others can read. */
+/** ENCRYPTION_KEY of this file's apps, workers and processes: what one encrypts, the others can read. */
 export const TEST_KEY = randomBytes(32).toString('hex');
 
 const TEST_CONFIG: Partial<Config> = {
@@ -48,7 +49,7 @@ const TEST_CONFIG: Partial<Config> = {
   rateLimitPerIp: 1_000_000,
   port: 0,
   host: '127.0.0.1',
-  webhookSecretKey: Buffer.from(TEST_KEY, 'hex'),
+  encryptionKey: Buffer.from(TEST_KEY, 'hex'),
 };
 
 /** The configuration the test apps and workers of this file run with. */
@@ -63,7 +64,7 @@ export function useHarness(test: TestFn, overrides: Partial<Config> = {}): Harne
   const apps: RunningApp[] = [];
   const harness = {} as Harness;
 
-  async function startApp(appOverrides: Partial<Config> = {}, deps: { db?: Db; resolveHost?: ResolveHost } = {}): Promise<RunningApp> {
+  async function startApp(appOverrides: Partial<Config> = {}, deps: { db?: Knex; resolveHost?: ResolveHost } = {}): Promise<RunningApp> {
     const config = testConfig({ ...overrides, ...appOverrides });
     const logs: string[] = [];
     const sink = new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } });

@@ -17,7 +17,7 @@ export interface Started {
 /** Starts an entry point and waits for the JSON log line whose msg is `ready`. */
 export async function startProcess(script: string, ready: string, env: Record<string, string>): Promise<Started> {
   const child = spawn(process.execPath, [script], {
-    env: { ...process.env, WEBHOOK_SECRET_KEY: TEST_KEY, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, ENCRYPTION_KEY: TEST_KEY, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
   });
   const lines: string[] = [];
   const exited = once(child, 'exit').then(([code]) => code as number | null);

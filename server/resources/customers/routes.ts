@@ -3,13 +3,13 @@ import { findCustomer, insertCustomer, listCustomers, toCustomer, updateCustomer
 import { CreateCustomer, Customer, CustomerListQuery, UpdateCustomer } from './schema.ts';
 
 export const customerRoutes = Object.values(resourceRoutes({
-  name: 'Customer',
+  noun: 'customer',
   path: '/customers',
   tag: 'Customers',
   record: Customer,
   createBody: CreateCustomer,
   updateBody: UpdateCustomer,
-  listQuery: CustomerListQuery,
+  query: CustomerListQuery,
   toRecord: toCustomer,
   find: findCustomer,
   insert: insertCustomer,

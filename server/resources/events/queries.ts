@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
-import { EVENT_TYPES, PING_EVENT, toStoredEvent, type StoredEvent } from '../../../shared/events.ts';
-import { isUuid } from '../../../shared/accounts.ts';
+import { toStoredEvent } from '../../../db/events.ts';
+import { EVENT_TYPES, PING_EVENT, type StoredEvent } from '../../../shared/events.ts';
+import { isUuid } from '../../../shared/guards.ts';
 import { ValidationError, type Problem } from '../../framework/errors.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 

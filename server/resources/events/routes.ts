@@ -11,7 +11,7 @@ export const eventRoutes = [
       + 'last id you received as `after` (or follow the `Link` header) and you see every event exactly once, even one '
       + 'whose change committed late. Event ids are the `webhook-id` of their deliveries.',
     query: EventListQuery,
-    success: { status: 200, description: 'A page of events', schema: listOf('Event', Event), list: true },
+    success: { status: 200, description: 'A page of events', schema: listOf(Event), list: true },
     handler: async ({ db, auth, query, ctx }) => {
       const page = pageRequest(query);
       const events = await listEvents(db, auth.accountId, { after: query.after, types: parseTypes(query.types) }, page);

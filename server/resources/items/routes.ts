@@ -1,18 +1,18 @@
 import { NotFoundError } from '../../framework/errors.ts';
 import { resourceRoutes } from '../../framework/resource-routes.ts';
 import { defineRoute, ok } from '../../framework/route.ts';
-import { recordEvent } from '../../../shared/events.ts';
+import { recordEvent } from '../../../db/events.ts';
 import { findItem, insertItem, listItems, toItem, updateItem } from './queries.ts';
 import { CreateItem, Item, ItemListQuery, UpdateItem } from './schema.ts';
 
 const items = resourceRoutes({
-  name: 'Item',
+  noun: 'item',
   path: '/items',
   tag: 'Items',
   record: Item,
   createBody: CreateItem,
   updateBody: UpdateItem,
-  listQuery: ItemListQuery,
+  query: ItemListQuery,
   toRecord: toItem,
   find: findItem,
   insert: insertItem,

@@ -3,13 +3,13 @@ import { findLocation, insertLocation, listLocations, toLocation, updateLocation
 import { CreateLocation, Location, LocationListQuery, UpdateLocation } from './schema.ts';
 
 export const locationRoutes = Object.values(resourceRoutes({
-  name: 'Location',
+  noun: 'location',
   path: '/locations',
   tag: 'Locations',
   record: Location,
   createBody: CreateLocation,
   updateBody: UpdateLocation,
-  listQuery: LocationListQuery,
+  query: LocationListQuery,
   toRecord: toLocation,
   find: findLocation,
   insert: insertLocation,

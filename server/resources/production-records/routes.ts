@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { recordEvent } from '../../../shared/events.ts';
-import { getRoute, listRoute } from '../../framework/resource-routes.ts';
+import { recordEvent } from '../../../db/events.ts';
+import { readRoutes } from '../../framework/resource-routes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute } from '../../framework/route.ts';
 import { moveStock } from '../stock/ledger.ts';
@@ -8,6 +8,12 @@ import { findProductionRecord, insertProductionRecord, listProductionRecords, to
 import { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
 
 const tag = 'Production records';
+
+const productionRecords = readRoutes({
+  path: '/production-records', tag, noun: 'production record', record: ProductionRecord, query: ProductionRecordListQuery,
+  list: listProductionRecords, find: findProductionRecord, toRecord: toProductionRecord,
+  listDescription: 'Each record with its components.',
+});
 
 export const productionRecordRoutes = [
   defineRoute({
@@ -43,14 +49,6 @@ export const productionRecordRoutes = [
     })),
   }),
 
-  listRoute({
-    path: '/production-records', operationId: 'listProductionRecords', tag, summary: 'List production records',
-    description: 'Each record with its components.',
-    name: 'ProductionRecord', record: ProductionRecord, query: ProductionRecordListQuery, list: listProductionRecords, toRecord: toProductionRecord,
-  }),
-
-  getRoute({
-    path: '/production-records/{id}', operationId: 'getProductionRecord', tag, summary: 'Get a production record',
-    name: 'Production record', record: ProductionRecord, find: findProductionRecord, toRecord: toProductionRecord,
-  }),
+  productionRecords.list,
+  productionRecords.get,
 ];

@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { PurchaseOrderStatus } from './lifecycle.ts';
-import { orderTotal, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery } from './schema.ts';
+import { orderTotal } from '../../../shared/decimal.ts';
+import { pricedLines, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery } from './schema.ts';
 import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface PurchaseOrderRow extends OwnedRow {
@@ -56,7 +57,8 @@ export async function insertPurchaseOrder(trx: Knex.Transaction, accountId: stri
     location_id: input.locationId,
     expected_date: input.expectedDate ?? null,
     reference: input.reference ?? null,
-    total: orderTotal(input.lines),
+    // The create struct refused a total too large to store.
+    total: orderTotal(pricedLines(input.lines))!,
     created_by: userId,
   }).returning('*');
   const lines: PurchaseOrderLineRow[] = await trx('purchase_order_lines').insert(input.lines.map((line, position) => ({

@@ -1,7 +1,7 @@
-import { recordEvent } from '../../../shared/events.ts';
+import { recordEvent } from '../../../db/events.ts';
 import { lockOwned } from '../../framework/crud.ts';
 import { NotFoundError } from '../../framework/errors.ts';
-import { getRoute, listRoute } from '../../framework/resource-routes.ts';
+import { readRoutes } from '../../framework/resource-routes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { describeOperation, nextState } from '../../framework/transitions.ts';
@@ -55,6 +55,12 @@ const transitionRoutes = PURCHASE_ORDER_OPERATIONS.map((operation) => defineRout
   })),
 }));
 
+const purchaseOrders = readRoutes({
+  path: '/purchase-orders', tag, noun: 'purchase order', record: PurchaseOrder, query: PurchaseOrderListQuery,
+  list: listPurchaseOrders, find: findPurchaseOrder, toRecord: toPurchaseOrder,
+  listDescription: 'Each order with its lines.',
+});
+
 export const purchaseOrderRoutes = [
   defineRoute({
     method: 'post', path: '/purchase-orders', operationId: 'createPurchaseOrder', tag,
@@ -74,16 +80,8 @@ export const purchaseOrderRoutes = [
     })),
   }),
 
-  listRoute({
-    path: '/purchase-orders', operationId: 'listPurchaseOrders', tag, summary: 'List purchase orders',
-    description: 'Each order with its lines.',
-    name: 'PurchaseOrder', record: PurchaseOrder, query: PurchaseOrderListQuery, list: listPurchaseOrders, toRecord: toPurchaseOrder,
-  }),
-
-  getRoute({
-    path: '/purchase-orders/{id}', operationId: 'getPurchaseOrder', tag, summary: 'Get a purchase order',
-    name: 'Purchase order', record: PurchaseOrder, find: findPurchaseOrder, toRecord: toPurchaseOrder,
-  }),
+  purchaseOrders.list,
+  purchaseOrders.get,
 
   ...transitionRoutes,
 ];

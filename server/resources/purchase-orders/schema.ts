@@ -1,20 +1,16 @@
 import { refine } from 'superstruct';
 import { listQuery } from '../../framework/pagination.ts';
 import {
-  array, calendarDate, decimal, describe, enums, id, isDecimal, MAX_DECIMAL, named, nullable, object, optional, text, timestamp, type Infer,
+  array, calendarDate, decimal, describe, enums, id, named, nullable, object, optional, text, timestamp, type Infer,
 } from '../../framework/schema.ts';
+import { isDecimal, ORDER_TOTAL_TOO_LARGE, orderTotal } from '../../../shared/decimal.ts';
 import { PURCHASE_ORDER_STATUSES } from './lifecycle.ts';
 
-const MICROS = 1_000_000n;
 const MAX_LINES = 500;
 
-/** Exact: quantities and costs in millionths as integers; the total rounded half up to 6 decimal places. */
-export function orderTotal(lines: ReadonlyArray<{ quantity: number; unitCost: number }>): string {
-  const micro = (value: number) => BigInt(Math.round(value * 1e6));
-  const exact = lines.reduce((sum, line) => sum + micro(line.quantity) * micro(line.unitCost), 0n);
-  const total = (exact + MICROS / 2n) / MICROS;
-  return `${total / MICROS}.${String(total % MICROS).padStart(6, '0')}`;
-}
+/** The order's lines as priced lines: a purchase order's price is its unit cost. */
+export const pricedLines = (lines: ReadonlyArray<{ quantity: number; unitCost: number }>) =>
+  lines.map((line) => ({ quantity: line.quantity, price: line.unitCost }));
 
 export const PurchaseOrderLine = named('PurchaseOrderLine', object({
   id: id(),
@@ -56,10 +52,12 @@ const createFields = object({
 });
 
 // The total is stored like every amount (15 significant digits), so an order whose total would not fit is refused.
+// superstruct runs this refinement even when a line's number failed its own (1e400 is a number, just not a finite
+// one): those are reported at their lines, and the total is judged only when every number is a decimal.
 export const CreatePurchaseOrder = named('CreatePurchaseOrder', refine(createFields, 'purchaseOrder', (order) =>
-  !order.lines.every((line) => isDecimal(line.quantity) && isDecimal(line.unitCost)) // each bad number is reported at its line
-  || Number(orderTotal(order.lines)) <= MAX_DECIMAL
-  || { path: ['lines'], message: `add up to more than ${MAX_DECIMAL}, the largest total an order can have` }));
+  !order.lines.every((line) => isDecimal(line.quantity) && isDecimal(line.unitCost))
+  || orderTotal(pricedLines(order.lines)) !== undefined
+  || { path: ['lines'], message: ORDER_TOTAL_TOO_LARGE }));
 export type CreatePurchaseOrder = Infer<typeof CreatePurchaseOrder>;
 
 /** A transition's body: none, or an empty object; any field is a 400 rather than silently ignored. */

@@ -1,11 +1,10 @@
 // A create body's lines, in either shape, as order lines: the customer and the items they name are looked up in
 // one query per table (not one per line), and every problem is named by its path in the body as sent.
 import type { Knex } from 'knex';
-import { isUuid } from '../../../shared/accounts.ts';
-import { ValidationError, type Problem } from '../../framework/errors.ts';
+import { isRecord, isUuid } from '../../../shared/guards.ts';
+import type { Problem } from '../../framework/errors.ts';
 import { missingReferences } from '../../framework/references.ts';
 import type { Resolution } from '../../framework/route.ts';
-import { MAX_DECIMAL } from '../../framework/schema.ts';
 import { shapeOf, type CreateSalesOrder } from './schema.ts';
 import type { Timestamp } from '../../../db/timestamps.ts';
 
@@ -45,7 +44,7 @@ async function findItems(db: Knex, accountId: string, column: 'id' | 'sku', keys
 function keysOf(lines: unknown, field: string): Array<[number, string]> {
   if (!Array.isArray(lines)) return [];
   return lines.flatMap((line: unknown, index) => {
-    const value = typeof line === 'object' && line !== null ? (line as Record<string, unknown>)[field] : undefined;
+    const value = isRecord(line) ? line[field] : undefined;
     return typeof value === 'string' ? [[index, value] as [number, string]] : [];
   });
 }
@@ -61,7 +60,7 @@ function lineProblem(item: OrderItem | undefined, path: string, missing: string,
 
 /** Looks up the customer and the items a create body names, whatever else is wrong with it. */
 export async function resolveSalesOrder(db: Knex, accountId: string, body: unknown): Promise<Resolution<OrderItems>> {
-  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const fields = isRecord(body) ? body : {};
   const problems = typeof fields.customerId === 'string'
     ? await missingReferences(db, accountId, [{ table: 'customers', id: fields.customerId, path: 'customerId' }])
     : [];
@@ -89,21 +88,4 @@ export function orderLines(body: CreateSalesOrder, items: OrderItems): NewLine[]
     });
   }
   return body.items.map((line) => ({ itemId: items.get(line.sku)!.id, sku: line.sku, quantity: line.quantity, price: line.price }));
-}
-
-const MICRO = 1_000_000n;
-const micros = (value: number) => BigInt(Math.round(value * 1e6));
-
-/**
- * The sum of quantity × price, exact: both carry at most 6 decimals, so in integer millionths each product is an
- * integer of 10^-12 units, and the sum is rounded half up to 6 places only once. A total beyond what an amount
- * may be is a 400 naming the list.
- */
-export function orderTotal(lines: NewLine[], listPath: string): number {
-  const sum = lines.reduce((total, line) => total + micros(line.quantity) * micros(line.price), 0n);
-  const rounded = (sum + MICRO / 2n) / MICRO;
-  if (rounded > micros(MAX_DECIMAL)) {
-    throw ValidationError.of(listPath, `the order total (quantity × price over the lines) must be at most ${MAX_DECIMAL}`);
-  }
-  return Number(rounded) / 1e6;
 }

@@ -3,7 +3,8 @@ import { ConflictError } from '../../framework/errors.ts';
 import { findOwned, insertOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
-import type { SalesOrder, SalesOrderLine, SalesOrderListQuery, SalesOrderStatus } from './schema.ts';
+import type { SalesOrderStatus } from './lifecycle.ts';
+import type { SalesOrder, SalesOrderLine, SalesOrderListQuery } from './schema.ts';
 
 export interface SalesOrderRow extends OwnedRow {
   sales_order_number: string;

@@ -1,10 +1,9 @@
+import { isRecord } from '../../../shared/guards.ts';
 import { listQuery } from '../../framework/pagination.ts';
 import {
   decimal, describe, enums, id, list, named, nullable, object, oneOf, optional, text, timestamp, type Infer, type NoShape,
 } from '../../framework/schema.ts';
-
-export const SALES_ORDER_STATUSES = ['open', 'fulfilled', 'cancelled'] as const;
-export type SalesOrderStatus = (typeof SALES_ORDER_STATUSES)[number];
+import { SALES_ORDER_STATUSES } from './lifecycle.ts';
 
 /** Lines one order may carry. */
 export const MAX_LINES = 1000;
@@ -83,9 +82,6 @@ export const SalesOrderShapeB = named('SalesOrderShapeB', describe(object({
 
 /** Every field of either shape: a body that fits neither is still checked field by field. */
 const Shared = object({ customerId, ...numbers, lineItems: optional(lineItems), items: optional(items) });
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Which shape a body is in, by the list it carries: `lineItems` is shape A, `items` shape B. */
 export function shapeOf(body: unknown): 'A' | 'B' | 'both' | 'neither' {

@@ -2,7 +2,8 @@
 // with it in the same transaction, and each movement records a `stock.adjusted` event. Adjustments, transfers,
 // purchase receipts, production and sales fulfilment all call moveStock and nothing else.
 import type { Knex } from 'knex';
-import { recordEvents } from '../../../shared/events.ts';
+import { recordEvents } from '../../../db/events.ts';
+import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { ConflictError } from '../../framework/errors.ts';
 import type { MovementType, SourceType, StockAdjustedEvent, StockMovement } from './schema.ts';
 import type { Timestamp } from '../../../db/timestamps.ts';
@@ -125,8 +126,7 @@ async function applyMany(trx: Knex.Transaction, accountId: string, changes: Stoc
   const shortages: Shortage[] = [];
   for (const change of changes) {
     const available = current.get(levelKey(change)) ?? 0;
-    // In millionths: quantities carry at most 6 decimals, so the comparison is exact.
-    if (Math.round(available * 1e6) + Math.round(change.quantity * 1e6) < 0) {
+    if (toMicros(available) + toMicros(change.quantity) < 0n) {
       shortages.push({ itemId: change.itemId, locationId: change.locationId, available, requested: -change.quantity });
     }
   }
@@ -147,14 +147,16 @@ async function applyMany(trx: Knex.Transaction, accountId: string, changes: Stoc
 
 /** One net change per item and location, in one global order (item, then location). */
 function netChanges(changes: StockChange[]): StockChange[] {
-  const net = new Map<string, StockChange>();
+  const net = new Map<string, { change: StockChange; micros: bigint }>();
   for (const change of changes) {
     const key = levelKey(change);
     const sum = net.get(key);
-    // Summed in millionths: quantities carry at most 6 decimals, so the integer sum is exact.
-    net.set(key, sum ? { ...sum, quantity: (Math.round(sum.quantity * 1e6) + Math.round(change.quantity * 1e6)) / 1e6 } : { ...change });
+    if (sum) sum.micros += toMicros(change.quantity);
+    else net.set(key, { change, micros: toMicros(change.quantity) });
   }
-  return [...net.values()].sort((a, b) => a.itemId.localeCompare(b.itemId) || a.locationId.localeCompare(b.locationId));
+  return [...net.values()]
+    .map(({ change, micros }) => ({ ...change, quantity: fromMicros(micros) }))
+    .sort((a, b) => a.itemId.localeCompare(b.itemId) || a.locationId.localeCompare(b.locationId));
 }
 
 function insufficientStock(shortages: Shortage[]): ConflictError {

@@ -1,3 +1,4 @@
+import { refine } from 'superstruct';
 import { listQuery } from '../../framework/pagination.ts';
 import { decimal, describe, enums, id, named, nullable, object, optional, text, timestamp, type Infer } from '../../framework/schema.ts';
 
@@ -79,13 +80,14 @@ export const StockTransfer = named('StockTransfer', object({
 }));
 export type StockTransfer = Infer<typeof StockTransfer>;
 
-export const CreateStockTransfer = named('CreateStockTransfer', object({
+export const CreateStockTransfer = named('CreateStockTransfer', refine(object({
   itemId: id('An item of your account.'),
   fromLocationId: id('Where the stock leaves; it must hold at least `quantity` (409 otherwise).'),
   toLocationId: id('Where the stock arrives; must differ from `fromLocationId`.'),
   quantity: decimal({ sign: 'positive', example: 5 }),
   reason: optional(nullable(text({ max: 1000 }))),
-}));
+}), 'transfer', (transfer) => transfer.fromLocationId !== transfer.toLocationId
+  || { path: ['toLocationId'], message: 'must differ from fromLocationId' }));
 export type CreateStockTransfer = Infer<typeof CreateStockTransfer>;
 
 const itemFilter = optional(describe(text({ max: 64 }), { description: 'Only this item.' }));

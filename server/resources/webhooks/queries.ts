@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
-import { encryptSecret, generateSecret } from '../../../shared/webhook-secrets.ts';
-import { isUuid } from '../../../shared/accounts.ts';
+import { encrypt } from '../../../shared/encryption.ts';
+import { generateSecret } from '../../../shared/webhook-secrets.ts';
+import { isUuid } from '../../../shared/guards.ts';
 import { findOwned, listOwned, toColumns, updateOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
 import { fetchPage, type PageRequest } from '../../framework/pagination.ts';
 import type { DeliveryListQuery, Webhook, WebhookDelivery } from './schema.ts';
@@ -68,7 +69,7 @@ function normaliseKinds(events: string[]): string[] {
 export async function insertWebhook(db: Knex, accountId: string, key: Buffer, input: { url: string; events: string[] }): Promise<{ row: WebhookRow; secret: string }> {
   const secret = generateSecret();
   const [row] = await db('webhooks')
-    .insert({ account_id: accountId, url: input.url, events: normaliseKinds(input.events), secret_encrypted: encryptSecret(key, secret) })
+    .insert({ account_id: accountId, url: input.url, events: normaliseKinds(input.events), secret_encrypted: encrypt(key, secret) })
     .returning('*');
   return { row, secret };
 }
@@ -101,7 +102,7 @@ export async function rotateSecret(db: Knex, accountId: string, id: string, key:
     .update({
       previous_secret_encrypted: db.ref('secret_encrypted'),
       previous_secret_expires_at: db.raw(`now() + interval '${ROTATION_OVERLAP}'`),
-      secret_encrypted: encryptSecret(key, secret),
+      secret_encrypted: encrypt(key, secret),
       updated_at: db.fn.now(),
     })
     .returning('previous_secret_expires_at');

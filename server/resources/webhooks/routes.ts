@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
-import { deliveryJob, dispatchTo, recordPing } from '../../../shared/events.ts';
+import { dispatchTo, recordPing } from '../../../db/events.ts';
+import { deliveryJob } from '../../../shared/events.ts';
 import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
 import { findOwned } from '../../framework/crud.ts';
 import { NotFoundError } from '../../framework/errors.ts';
 import { listOf, pageReply, pageRequest, withRememberedStart } from '../../framework/pagination.ts';
-import { getRoute, listRoute } from '../../framework/resource-routes.ts';
+import { readRoutes } from '../../framework/resource-routes.ts';
 import { accepted, created, defineRoute, noContent, ok, type Resolution, type RouteDeps, type RouteInput } from '../../framework/route.ts';
 import {
   deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, rotateSecret, toDelivery, toWebhook, updateWebhook, type WebhookRow,
@@ -37,9 +38,14 @@ async function requireWebhook(db: Knex, accountId: string, id: string | undefine
 
 /** Handlers that encrypt secrets need the key; web and worker refuse to start without it. */
 function secretKey(input: Pick<RouteInput<unknown, unknown>, 'config'>): Buffer {
-  if (!input.config.webhookSecretKey) throw new Error('WEBHOOK_SECRET_KEY is not configured');
-  return input.config.webhookSecretKey;
+  if (!input.config.encryptionKey) throw new Error('ENCRYPTION_KEY is not configured');
+  return input.config.encryptionKey;
 }
+
+const webhooks = readRoutes({
+  path: '/webhooks', tag, noun: 'webhook', record: Webhook, query: WebhookListQuery,
+  list: listWebhooks, find: findWebhook, toRecord: toWebhook,
+});
 
 export const webhookRoutes = [
   defineRoute({
@@ -56,15 +62,8 @@ export const webhookRoutes = [
     },
   }),
 
-  listRoute({
-    path: '/webhooks', operationId: 'listWebhooks', tag, summary: 'List webhook subscriptions',
-    name: 'Webhook', record: Webhook, query: WebhookListQuery, list: listWebhooks, toRecord: toWebhook,
-  }),
-
-  getRoute({
-    path: '/webhooks/{id}', operationId: 'getWebhook', tag, summary: 'Get a webhook subscription',
-    name: 'Webhook', record: Webhook, find: findWebhook, toRecord: toWebhook,
-  }),
+  webhooks.list,
+  webhooks.get,
 
   defineRoute({
     method: 'patch', path: '/webhooks/{id}', operationId: 'updateWebhook', tag,
@@ -100,7 +99,7 @@ export const webhookRoutes = [
     description: 'Every attempt to deliver an event to this webhook, newest first: outcome, the receiver\'s status or '
       + 'the error, how long it took and the first kilobyte of its answer. Kept for 30 days.',
     query: DeliveryListQuery,
-    success: { status: 200, description: 'A page of attempts', schema: listOf('WebhookDelivery', WebhookDelivery), list: true },
+    success: { status: 200, description: 'A page of attempts', schema: listOf(WebhookDelivery), list: true },
     errors: notFound,
     handler: async ({ db, auth, params, query, ctx }) => {
       const webhook = await requireWebhook(db, auth.accountId, params.id);

@@ -18,9 +18,10 @@
 //   receiver that answered 2xx to an attempt whose worker died before recording it gets the event again: that is
 //   the at-least-once promise, and only the receiver (by the `webhook-id` it already saw) can tell; the log never
 //   recorded the first success.
-import type { Db } from '../db/knex.ts';
-import { RETRY_DELAYS_S } from '../jobs/deliveries.ts';
-import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK, PING_EVENT } from './events.ts';
+import {
+  DELIVER_WEBHOOK_TASK, deliveryJobKey, DISPATCH_EVENT_TASK, dispatchJobKey, jobKeySql, PING_EVENT, RETRY_DELAYS_S,
+} from '../shared/events.ts';
+import type { Knex } from 'knex';
 
 export interface ConsistencyReport {
   /** One line per check: what was looked at. */
@@ -31,15 +32,15 @@ export interface ConsistencyReport {
 
 type Rows = Array<Record<string, unknown>>;
 
-async function rows(db: Db, sql: string, bindings: unknown[] = []): Promise<Rows> {
+async function rows(db: Knex, sql: string, bindings: unknown[] = []): Promise<Rows> {
   return (await db.raw(sql, bindings as never[])).rows as Rows;
 }
 
-async function count(db: Db, sql: string, bindings: unknown[] = []): Promise<number> {
+async function count(db: Knex, sql: string, bindings: unknown[] = []): Promise<number> {
   return Number((await rows(db, sql, bindings))[0]!.n);
 }
 
-export async function checkConsistency(db: Db): Promise<ConsistencyReport> {
+export async function checkConsistency(db: Knex): Promise<ConsistencyReport> {
   const checked: string[] = [];
   const problems: string[] = [];
 
@@ -70,7 +71,7 @@ export async function checkConsistency(db: Db): Promise<ConsistencyReport> {
     from events e join webhooks w on w.account_id = e.account_id
     where e.type <> ? and w.enabled and (e.type = any(w.events) or '*' = any(w.events)) and w.updated_at < e.created_at
       and not exists (select 1 from webhook_dispatches d where d.webhook_id = w.id and d.event_id = e.id)
-      and not exists (select 1 from graphile_worker.jobs j where j.key = 'event:' || e.id)`, [PING_EVENT]);
+      and not exists (select 1 from graphile_worker.jobs j where j.key = ${jobKeySql(dispatchJobKey, 'e.id')})`, [PING_EVENT]);
   for (const row of undispatched) {
     problems.push(`event ${row.event_id} (${row.type}) was never dispatched to webhook ${row.webhook_id}, which wanted it`);
   }
@@ -85,9 +86,9 @@ export async function checkConsistency(db: Db): Promise<ConsistencyReport> {
       -- Attempts made, none of them scheduled: a dispatch only redeliveries made (of an event it did not want).
       and not (d.retry = 0 and d.attempts > 0)
       and not exists (select 1 from graphile_worker.jobs j
-                      where j.key = 'webhook:' || d.webhook_id || ':' || d.event_id || ':' || d.retry)
+                      where j.key = ${jobKeySql(deliveryJobKey, 'd.webhook_id', 'd.event_id', 'd.retry')})
       -- The fan-out makes the first attempt: until its job is done, it answers for it.
-      and not (d.retry = 0 and exists (select 1 from graphile_worker.jobs j where j.key = 'event:' || d.event_id))
+      and not (d.retry = 0 and exists (select 1 from graphile_worker.jobs j where j.key = ${jobKeySql(dispatchJobKey, 'd.event_id')}))
       -- The public jobs view leaves the payload out; redelivery jobs have no key to find them by.
       and not exists (select 1 from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
                       where t.identifier = ? and j.key is null

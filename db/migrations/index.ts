@@ -1,17 +1,17 @@
 import { runMigrations as runWorkerMigrations } from 'graphile-worker';
-import { createLogger } from '../shared/logger.ts';
-import { toWorkerLogger } from '../shared/worker-logger.ts';
 import type { Knex } from 'knex';
-import { createDb } from './knex.ts';
-import * as foundation from './migrations/001_foundation.ts';
-import * as stock from './migrations/002_stock.ts';
-import * as salesOrders from './migrations/003_sales_orders.ts';
-import * as purchasing from './migrations/004_purchasing.ts';
-import * as webhooks from './migrations/005_webhooks.ts';
-import * as idempotency from './migrations/006_idempotency.ts';
-import * as deliveryKinds from './migrations/007_delivery_kinds.ts';
-import * as listIndexes from './migrations/008_list_indexes.ts';
-import * as deliveryForeignKeys from './migrations/009_delivery_foreign_keys.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { toWorkerLogger } from '../../shared/worker-logger.ts';
+import { createDb } from '../knex.ts';
+import * as foundation from './001_foundation.ts';
+import * as stock from './002_stock.ts';
+import * as salesOrders from './003_sales_orders.ts';
+import * as purchasing from './004_purchasing.ts';
+import * as webhooks from './005_webhooks.ts';
+import * as idempotency from './006_idempotency.ts';
+import * as deliveryKinds from './007_delivery_kinds.ts';
+import * as listIndexes from './008_list_indexes.ts';
+import * as deliveryForeignKeys from './009_delivery_foreign_keys.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;

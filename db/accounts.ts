@@ -1,7 +1,8 @@
 // Accounts, their users and API keys: used by the operator CLI, `npm start`'s demo account and the web's auth.
 import { createHash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { Db } from '../db/knex.ts';
+import type { Knex } from 'knex';
+import { isUuid } from '../shared/guards.ts';
 
 const KEY_PREFIX = 'srk_';
 
@@ -35,19 +36,13 @@ function generateKey(): string {
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
-
 function normaliseEmail(email: string): string {
   const value = email.trim().toLowerCase();
   if (!EMAIL.test(value)) throw new AccountError(`"${email}" is not a valid email address`);
   return value;
 }
 
-export async function createAccount(db: Db, name: string, email: string): Promise<{ accountId: string; userId: string }> {
+export async function createAccount(db: Knex, name: string, email: string): Promise<{ accountId: string; userId: string }> {
   if (!name.trim()) throw new AccountError('The account name must not be blank');
   const userEmail = normaliseEmail(email);
   return db.transaction(async (trx) => {
@@ -57,14 +52,14 @@ export async function createAccount(db: Db, name: string, email: string): Promis
   });
 }
 
-async function requireAccount(db: Db, accountId: string): Promise<void> {
+async function requireAccount(db: Knex, accountId: string): Promise<void> {
   const found = isUuid(accountId) && (await db('accounts').where({ id: accountId }).first('id'));
   if (!found) throw new AccountError(`No account with id "${accountId}"`);
 }
 
 /** Creates a key acting as the account's user with that email, creating the user when the account has none. */
 export async function createApiKey(
-  db: Db,
+  db: Knex,
   input: { accountId: string; email: string; label?: string },
 ): Promise<{ id: string; key: string; userId: string }> {
   const email = normaliseEmail(input.email);
@@ -86,7 +81,7 @@ export async function createApiKey(
   });
 }
 
-export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string; revokedAt: string }> {
+export async function revokeApiKey(db: Knex, keyId: string): Promise<{ id: string; revokedAt: string }> {
   const found = isUuid(keyId) && (await db('api_keys').where({ id: keyId }).first('id', 'revoked_at'));
   if (!found) throw new AccountError(`No API key with id "${keyId}"`);
   // Revoking twice keeps the first revocation time.
@@ -98,7 +93,7 @@ export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string;
   return { id: row.id, revokedAt: row.revoked_at };
 }
 
-export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeySummary[]> {
+export async function listApiKeys(db: Knex, accountId: string): Promise<ApiKeySummary[]> {
   await requireAccount(db, accountId);
   const rows = await db('api_keys as k')
     .join('users as u', 'u.id', 'k.user_id')
@@ -133,7 +128,7 @@ function forgetKey(keyId: string): void {
 }
 
 /** The identity behind a key, or null when the key is unknown or revoked. */
-export async function findApiKey(db: Db, key: string): Promise<ApiKeyIdentity | null> {
+export async function findApiKey(db: Knex, key: string): Promise<ApiKeyIdentity | null> {
   const hash = hashKey(key);
   const cached = keyCache.get(hash);
   if (cached) return cached;
@@ -151,7 +146,7 @@ export async function findApiKey(db: Db, key: string): Promise<ApiKeyIdentity | 
   return identity;
 }
 
-export async function countAccounts(db: Db): Promise<number> {
+export async function countAccounts(db: Knex): Promise<number> {
   const row = await db('accounts').count({ count: '*' }).first();
   return Number(row?.count ?? 0);
 }

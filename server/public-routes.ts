@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Router from '@koa/router';
-import type { Db } from '../db/knex.ts';
+import type { Knex } from 'knex';
 import type { AppState } from './framework/context.ts';
-import { API_PREFIX } from './framework/openapi.ts';
+import { API_PREFIX } from './routes.ts';
 
 const require = createRequire(import.meta.url);
 // The package's index loads the browser bundles into Node (+39 MB resident): only its folder is needed here.
@@ -24,7 +24,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 
 const HEALTH_TIMEOUT_MS = 2000;
 
-export function publicRouter(db: Db, openApiDocument: object): Router<AppState> {
+export function publicRouter(db: Knex, openApiDocument: object): Router<AppState> {
   const router = new Router<AppState>();
   const documentJson = JSON.stringify(openApiDocument);
   const assetCache = new Map<string, Buffer>();
