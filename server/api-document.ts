@@ -35,7 +35,11 @@ const SCHEMAS = {
     required: ['error', 'errors'],
     properties: {
       error: { type: 'string', const: 'Validation failed' },
-      errors: { type: 'array', items: { $ref: '#/components/schemas/Problem' }, description: 'Every problem at once' },
+      errors: {
+        type: 'array', items: { $ref: '#/components/schemas/Problem' }, maxItems: 100,
+        description: 'Every problem at once, up to 100 (`omittedErrors` counts the rest)',
+      },
+      omittedErrors: { type: 'integer', minimum: 1, description: 'Present when there were more than 100 problems: how many are not listed' },
     },
   },
 };

@@ -4,6 +4,7 @@
 import * as s from 'superstruct';
 import type { Struct } from 'superstruct';
 import { decimalProblem, MAX_DECIMAL, PLACES } from '../../shared/decimal.ts';
+import { formatPath } from './errors.ts';
 
 export type { Infer, Struct } from 'superstruct';
 // These carry their own OpenAPI shape (see openapi.ts); object() below rejects unknown keys.
@@ -20,6 +21,8 @@ interface Meta {
   nullable?: boolean;
   default?: unknown;
   inner?: AnyStruct;
+  /** oneOf: the shape a value is checked as. */
+  choose?: (value: unknown) => AnyStruct | undefined;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -142,7 +145,11 @@ export function oneOf<Shapes extends AnyStruct[]>(
     const choice = pick(value);
     return choice instanceof s.Struct ? { shape: choice } : { none: choice as NoShape };
   };
-  return new s.Struct<s.Infer<Shapes[number]>, Shapes>({
+  const choose = (value: unknown) => {
+    const { shape, none } = chosen(value);
+    return shape ?? none?.shared;
+  };
+  return withMeta(new s.Struct<s.Infer<Shapes[number]>, Shapes>({
     type: 'oneOf',
     schema: shapes,
     *entries(value, ctx) {
@@ -164,7 +171,7 @@ export function oneOf<Shapes extends AnyStruct[]>(
       const { shape } = chosen(value);
       return shape ? shape.refiner(value, ctx) : [];
     },
-  });
+  }), { choose });
 }
 
 /** Every field of a create struct made optional and defaults dropped, plus `extra` fields: the body of a PATCH. */
@@ -241,4 +248,60 @@ export function queryTimestamp(description?: string): Struct<Date, null> {
     (raw) => (/^\d{4}-\d{2}-\d{2}/.test(raw) ? new Date(raw) : raw),
   );
   return describe(struct, { type: 'string', format: 'date-time', description });
+}
+
+// --- Volume: what is too big to validate at all.
+
+/** A problem found before validation, at a path of the value. */
+export interface VolumeProblem {
+  path: Array<string | number>;
+  message: string;
+}
+
+/** Unknown fields a value may carry before they are reported as one problem rather than one each. */
+const UNKNOWN_FIELDS_NAMED = 100;
+
+/**
+ * Arrays longer than their struct allows, and objects with more unknown fields than a problem list names, found
+ * by walking the value beside its struct without validating it: superstruct would build a failure for every
+ * element and field it rejects, and a body of 500,000 wrong entries would hold the event loop for a second.
+ * Stops after `limit` problems. An empty answer means the value is of a size worth validating.
+ */
+export function volumeProblems(struct: AnyStruct, value: unknown, limit: number): VolumeProblem[] {
+  const found: VolumeProblem[] = [];
+  const unknownFields: { count: number; first?: Array<string | number> } = { count: 0 };
+  const walk = (current: AnyStruct, item: unknown, path: Array<string | number>): void => {
+    if (found.length >= limit || item === null || typeof item !== 'object') return;
+    const meta = metaOf(current);
+    if (meta.inner) return walk(meta.inner, item, path);
+    if (meta.choose) {
+      const shape = meta.choose(item);
+      return shape ? walk(shape, item, path) : undefined;
+    }
+    if (Array.isArray(item)) {
+      if (current.type !== 'array') return;
+      const max = meta.schema?.maxItems;
+      if (typeof max === 'number' && item.length > max) {
+        found.push({ path, message: `must have at most ${max} entries` });
+        return;
+      }
+      const element = current.schema as AnyStruct | null;
+      if (element) for (let index = 0; index < item.length && found.length < limit; index++) walk(element, item[index], [...path, index]);
+      return;
+    }
+    if (current.type !== 'object' && current.type !== 'type') return;
+    const shape = (current.schema ?? {}) as Record<string, AnyStruct>;
+    for (const [key, field] of Object.entries(item)) {
+      if (Object.hasOwn(shape, key)) walk(shape[key]!, field, [...path, key]);
+      else if (current.type === 'object') {
+        unknownFields.count += 1;
+        unknownFields.first ??= [...path, key];
+      }
+    }
+  };
+  walk(struct, value, []);
+  if (unknownFields.count > UNKNOWN_FIELDS_NAMED && found.length < limit) {
+    found.push({ path: [], message: `has ${unknownFields.count} fields that are not allowed (the first at ${formatPath(unknownFields.first!)})` });
+  }
+  return found;
 }

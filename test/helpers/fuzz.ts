@@ -145,16 +145,23 @@ function edit(value: unknown, path: Path, change: (old: unknown) => unknown): un
     .filter(([, inner]) => inner !== REMOVE));
 }
 
-/** A valid value broken in one place: a field replaced, removed, wrapped in an array, or an unknown field added. */
+/** A valid value broken in one place: a field replaced, removed, wrapped in an array, made a very long array, or an unknown field added. */
 export function brokenValue(valid: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
   return valid.chain((value) => fc.record({
     path: fc.constantFrom(...pathsOf(value)),
-    how: fc.constantFrom('replace', 'remove', 'wrap', 'unknown field'),
+    how: fc.constantFrom('replace', 'remove', 'wrap', 'long array', 'unknown field'),
     replacement: hostileValue,
+    // Longer than any array a route takes, up to the body limit: the same entry many times (built only when used).
+    long: fc.tuple(fc.integer({ min: 1_001, max: 150_000 }), hostileScalar),
     key: fc.oneof(fc.constantFrom(...KEYS), fc.string({ maxLength: 10 })),
-  }).map(({ path, how, replacement, key }) => {
+  }).map(({ path, how, replacement, long, key }) => {
     switch (how) {
       case 'replace': return edit(value, path, () => replacement);
+      case 'long array': {
+        // A long entry (100 KB of text) repeated would only test the body limit: those become 0.
+        const entry = toJson(long[1]).length > 64 ? '0' : toJson(long[1]);
+        return edit(value, path, () => new Raw(`[${Array(long[0]).fill(entry).join(',')}]`));
+      }
       case 'remove': return path.length ? edit(value, path, () => REMOVE) : replacement;
       case 'wrap': return edit(value, path, (old) => [old]);
       default: return edit(value, path, (old) => (old !== null && typeof old === 'object' && !Array.isArray(old)
