@@ -90,7 +90,11 @@ const HEADERS = {
   'X-RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'When the window resets, in Unix epoch seconds', schema: { type: 'integer' } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
-  Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present when this page is full', schema: { type: 'string' } },
+  Link: {
+    description: 'RFC 8288 link to the next page (`rel="next"`), present when this page is full. Its URL is relative to the '
+      + 'API\'s address (`</rest/api/v2/items?page=2&...>`), or absolute when the deployment sets `PUBLIC_URL`.',
+    schema: { type: 'string' },
+  },
   [REPLAYED_HEADER]: {
     description: '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (nothing was done again)',
     schema: { type: 'string', enum: ['true'] },

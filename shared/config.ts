@@ -27,6 +27,11 @@ export interface Config {
    */
   encryptionKey: Buffer | undefined;
   webhookTimeoutMs: number;
+  /**
+   * Where clients reach the API (`https://api.example.com`): `Link` headers are absolute under it. Absent, they
+   * are relative to the API's address, never built from the request's Host header.
+   */
+  publicUrl: string | undefined;
   /** Development and tests only: http:// and private addresses for webhook receivers. */
   allowInsecureWebhookUrls: boolean;
 }
@@ -79,6 +84,17 @@ function readEncryptionKey(env: Env): Buffer | undefined {
   return key ?? old;
 }
 
+/** An http(s) URL without credentials, query or fragment (`https://api.example.com`, or with a path prefix), without its trailing slash. */
+function readPublicUrl(env: Env, name: string): string | undefined {
+  const raw = readString(env, name);
+  if (raw === undefined) return undefined;
+  const url = URL.parse(raw);
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.search || url.hash) {
+    throw new ConfigError(`${name} must be where clients reach the service, as https://api.example.com, got "${raw}"`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -110,6 +126,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: readEncryptionKey(env),
     webhookTimeoutMs: readInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     allowInsecureWebhookUrls: readBool(env, 'ALLOW_INSECURE_WEBHOOK_URLS', false),
+    publicUrl: readPublicUrl(env, 'PUBLIC_URL'),
   });
 }
 

@@ -98,12 +98,43 @@ export function timestamp(description?: string): Struct<string, null> {
   return describe(s.string(), { type: 'string', format: 'date-time', description });
 }
 
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** Whether the day exists: no February 30th, and no year 0, which PostgreSQL does not have. */
+function isCalendarDay(year: number, month: number, day: number): boolean {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  return year >= 1 && days !== undefined && day >= 1 && day <= days;
+}
+
+/**
+ * An ISO-8601 instant, strictly: a date that exists, a time of day that exists, an optional offset (none means
+ * UTC), a year from 1 to 9999. Undefined for anything else: JavaScript's Date rolls 2020-02-30 over to March and
+ * takes year 0, which PostgreSQL then refuses.
+ */
+export function parseTimestamp(text: string): Date | undefined {
+  const match = INSTANT.exec(text);
+  if (!match) return undefined;
+  const [, year, month, day, hour = '0', minute = '0', second = '0', fraction = '0', zone = 'Z'] = match;
+  if (!isCalendarDay(Number(year), Number(month), Number(day))) return undefined;
+  if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59) return undefined;
+  const offset = /^([+-])(\d{2}):?(\d{2})$/.exec(zone);
+  if (offset && (Number(offset[2]) > 23 || Number(offset[3]) > 59)) return undefined;
+  const offsetMinutes = offset ? (offset[1] === '-' ? -1 : 1) * (Number(offset[2]) * 60 + Number(offset[3])) : 0;
+  // setUTCFullYear, not Date.UTC, which reads years 0-99 as 1900-1999.
+  const instant = new Date(0);
+  instant.setUTCFullYear(Number(year), Number(month) - 1, Number(day));
+  instant.setUTCHours(Number(hour), Number(minute) - offsetMinutes, Number(second), Number(fraction.slice(0, 3).padEnd(3, '0')));
+  const resultYear = instant.getUTCFullYear();
+  return resultYear >= 1 && resultYear <= 9999 ? instant : undefined;
+}
+
 /** A calendar date, `YYYY-MM-DD`, that exists (no February 30th). */
 export function calendarDate(description?: string): Struct<string, null> {
   const struct = s.refine(s.string(), 'calendarDate', (value) => {
-    // Date.parse rolls 2026-02-30 over to March: a real date prints back as itself. PostgreSQL has no year 0.
-    const time = /^\d{4}-\d{2}-\d{2}$/.test(value) && !value.startsWith('0000') ? Date.parse(`${value}T00:00:00Z`) : NaN;
-    return (!Number.isNaN(time) && new Date(time).toISOString().startsWith(value)) || 'must be a calendar date as YYYY-MM-DD';
+    const match = DATE.exec(value);
+    return (match !== null && isCalendarDay(Number(match[1]), Number(match[2]), Number(match[3]))) || 'must be a calendar date as YYYY-MM-DD';
   });
   return describe(struct, { type: 'string', format: 'date', description, example: '2026-12-01' });
 }
@@ -245,7 +276,8 @@ export function queryBoolean(description?: string): Struct<boolean, null> {
 export function queryTimestamp(description?: string): Struct<Date, null> {
   const struct = fromQueryString(
     s.refine(s.date(), 'timestamp', (value) => !Number.isNaN(value.getTime()) || 'must be an ISO-8601 timestamp'),
-    (raw) => (/^\d{4}-\d{2}-\d{2}/.test(raw) ? new Date(raw) : raw),
+    // An invalid Date rather than the text: the failure then says "must be an ISO-8601 timestamp", not a type.
+    (raw) => parseTimestamp(raw) ?? new Date(Number.NaN),
   );
   return describe(struct, { type: 'string', format: 'date-time', description });
 }

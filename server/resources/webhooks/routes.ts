@@ -101,10 +101,10 @@ export const webhookRoutes = [
     query: DeliveryListQuery,
     success: { status: 200, description: 'A page of attempts', schema: listOf(WebhookDelivery), list: true },
     errors: notFound,
-    handler: async ({ db, auth, params, query, ctx }) => {
+    handler: async ({ db, auth, params, query, ctx, config }) => {
       const webhook = await requireWebhook(db, auth.accountId, params.id);
       const page = withRememberedStart(ctx, pageRequest(query, { descending: true }));
-      return pageReply(ctx, page, await listDeliveries(db, auth.accountId, webhook.id, query, page), toDelivery);
+      return pageReply(ctx, page, await listDeliveries(db, auth.accountId, webhook.id, query, page), toDelivery, config.publicUrl);
     },
   }),
 
