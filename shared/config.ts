@@ -34,6 +34,8 @@ export interface Config {
   publicUrl: string | undefined;
   /** Development and tests only: http:// and private addresses for webhook receivers. */
   allowInsecureWebhookUrls: boolean;
+  /** The ports webhook receivers may listen on. */
+  webhookAllowedPorts: number[];
 }
 
 export class ConfigError extends Error {}
@@ -95,6 +97,17 @@ function readPublicUrl(env: Env, name: string): string | undefined {
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
+/** A comma-separated list of TCP ports. */
+function readPorts(env: Env, name: string, fallback: number[]): number[] {
+  const raw = readString(env, name);
+  if (raw === undefined) return fallback;
+  const ports = raw.split(',').map((part) => Number(part.trim()));
+  if (ports.length === 0 || !ports.every((port) => Number.isInteger(port) && port >= 1 && port <= 65535)) {
+    throw new ConfigError(`${name} must be a comma-separated list of ports from 1 to 65535, got "${raw}"`);
+  }
+  return ports;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -126,6 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: readEncryptionKey(env),
     webhookTimeoutMs: readInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     allowInsecureWebhookUrls: readBool(env, 'ALLOW_INSECURE_WEBHOOK_URLS', false),
+    webhookAllowedPorts: readPorts(env, 'WEBHOOK_ALLOWED_PORTS', [443, 8443]),
     publicUrl: readPublicUrl(env, 'PUBLIC_URL'),
   });
 }

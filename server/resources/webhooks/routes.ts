@@ -25,7 +25,7 @@ const notFound = { 404: 'No such webhook in this account' } as const;
 async function checkUrl({ body, config, resolveHost }: RouteDeps & { body: unknown }): Promise<Resolution<undefined>> {
   const url = (body as { url?: unknown } | null)?.url;
   const problem = typeof url === 'string'
-    ? await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, resolve: resolveHost })
+    ? await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, ports: config.webhookAllowedPorts, resolve: resolveHost })
     : null;
   return { problems: problem ? [{ path: 'url', message: problem }] : [], resolved: undefined };
 }

@@ -20,7 +20,7 @@ const events = describe(s.size(array(eventKind), 1, EVENT_TYPES.length + 1), {
 
 // The form of the URL is checked here, with the other fields; whether it may be used (https, a public
 // address) depends on the deployment and on DNS, and is checked by the handler.
-const url = describe(s.refine(text({ min: 1, max: 2048 }), 'url', (value) => urlProblem(value, true) ?? true), {
+const url = describe(s.refine(text({ min: 1, max: 2048 }), 'url', (value) => urlProblem(value, { allowInsecure: true, ports: [] }) ?? true), {
   type: 'string',
   format: 'uri',
   minLength: 1,
