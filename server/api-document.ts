@@ -201,12 +201,13 @@ const HEALTH = {
   get: {
     operationId: 'health',
     summary: 'Health check',
-    description: 'Outside the API prefix, needs no key and is not rate limited.',
+    description: 'Outside the API prefix, needs no key. Limited per client IP like the docs (`RATE_LIMIT_PUBLIC_PER_IP`, 300 a minute by default), apart from the API\'s limits.',
     tags: ['Operations'],
     security: [],
     responses: {
       200: { description: 'The database answers', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } } } } } },
       503: { description: 'The database does not answer', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'unavailable' }, error: { type: 'string' } } } } } },
+      429: { $ref: '#/components/responses/TooManyRequests' },
     },
   },
 };

@@ -10,6 +10,13 @@ export interface Config {
   rateLimitPerIp: number;
   rateLimitWindowMs: number;
   trustProxy: boolean;
+  /**
+   * How many proxies in front of the app append to X-Forwarded-For (1 on Heroku): the client is the entry that
+   * many from the end. Entries before it are written by the client and never believed.
+   */
+  trustProxyHops: number;
+  /** Requests per window per client IP to the routes that need no key (/health, the docs). */
+  rateLimitPublicPerIp: number;
   requireHttps: boolean;
   bodyLimitBytes: number;
   /** The whole request, headers and body, must arrive within this; a slower client is answered 408 and cut off. */
@@ -125,7 +132,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerKey: readInt(env, 'RATE_LIMIT_PER_KEY', 100),
     rateLimitPerIp: readInt(env, 'RATE_LIMIT_PER_IP', 20),
     rateLimitWindowMs: readInt(env, 'RATE_LIMIT_WINDOW_MS', 60_000),
+    rateLimitPublicPerIp: readInt(env, 'RATE_LIMIT_PUBLIC_PER_IP', 300),
     trustProxy: readBool(env, 'TRUST_PROXY', false),
+    trustProxyHops: readInt(env, 'TRUST_PROXY_HOPS', 1),
     requireHttps: readBool(env, 'REQUIRE_HTTPS', false),
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
     requestTimeoutMs: readInt(env, 'REQUEST_TIMEOUT_MS', 30_000),

@@ -46,6 +46,16 @@ test('the document describes the same fields the API validates', async (t) => {
   t.true('archived' in body.components.schemas.UpdateItem.properties);
 });
 
+test('asset names that are Object.prototype\'s own (constructor, __proto__, toString) are 404s, not 500s', async (t) => {
+  const { version } = (await import('swagger-ui-dist/package.json', { with: { type: 'json' } })).default;
+  for (const name of ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty', 'swagger-ui.min.css.map']) {
+    const response = await h.app.api().get(`/docs/assets/${version}/${name}`);
+    t.is(response.status, 404, name);
+    t.is(typeof response.body.error, 'string', name);
+  }
+  t.false(h.app.logs.some((line) => line.includes('unhandled error')));
+});
+
 test('every array a request body may carry has a maxItems, so a longer one is refused before its entries are checked', (t) => {
   const document = apiDocument() as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>; components: { schemas: Record<string, unknown> } };
   const unbounded: string[] = [];
