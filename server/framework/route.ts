@@ -15,6 +15,11 @@ export interface Reply {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /**
+   * What a retry with the same Idempotency-Key is answered instead of `body`, when the body holds something that
+   * is shown only once (a secret): kept for 24 hours, it must not hold that.
+   */
+  replay?: unknown;
 }
 
 /** What handlers may use besides the request: passed in by createApp, so tests hand in their own. */
@@ -118,6 +123,7 @@ export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], deps: 
       const reply = await spec.handler({ ...deps, query, body, resolved: found?.resolved, params: ctx.params, auth, ctx: ctx as AppContext });
       ctx.status = reply.status;
       ctx.body = reply.body;
+      if (reply.replay !== undefined) ctx.state.replayBody = reply.replay;
       for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
     });
   }

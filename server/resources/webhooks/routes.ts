@@ -12,7 +12,7 @@ import {
 } from './queries.ts';
 import {
   CreatedWebhook, CreateWebhook, DeliveryListQuery, DeliveryQueued, Redeliver, RotatedSecret, UpdateWebhook, Webhook,
-  WebhookDelivery, WebhookListQuery,
+  WebhookDelivery, WebhookListQuery, withoutSecret,
 } from './schema.ts';
 
 const tag = 'Webhooks';
@@ -58,7 +58,8 @@ export const webhookRoutes = [
     success: { status: 201, description: 'The subscription, with its signing secret', schema: CreatedWebhook },
     handler: async (input) => {
       const { row, secret } = await insertWebhook(input.db, input.auth.accountId, secretKey(input), input.body);
-      return created({ ...toWebhook(row), secret });
+      const answer = { ...toWebhook(row), secret };
+      return { ...created(answer), replay: withoutSecret(answer) };
     },
   }),
 
@@ -149,7 +150,7 @@ export const webhookRoutes = [
     handler: async (input) => {
       const rotated = await rotateSecret(input.db, input.auth.accountId, input.params.id ?? '', secretKey(input));
       if (!rotated) throw new NotFoundError('Webhook');
-      return ok(rotated);
+      return { ...ok(rotated), replay: withoutSecret(rotated) };
     },
   }),
 ];
