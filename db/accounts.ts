@@ -117,9 +117,15 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 
 // A key found in the last second is trusted without asking the database again: that saves a statement on nearly
 // every request. A revocation made by another process takes effect within KEY_CACHE_TTL_MS, one made by this
-// process at once (forgetKey). Unknown keys are never cached: a key just created works at once.
+// process at once (forgetKey).
 const KEY_CACHE_TTL_MS = 1000;
 const keyCache = new LRUCache<string, ApiKeyIdentity>({ max: 10_000, ttl: KEY_CACHE_TTL_MS });
+
+// A key found unknown (or revoked) is not looked up again for a few seconds: a client retrying a bad key, rate
+// limited or not, costs no statement per request. Keys are 256 random bits made here, so no key that is missing
+// now can be created meanwhile.
+const UNKNOWN_KEY_TTL_MS = 10_000;
+const unknownKeys = new LRUCache<string, true>({ max: 10_000, ttl: UNKNOWN_KEY_TTL_MS });
 
 function forgetKey(keyId: string): void {
   for (const [hash, identity] of keyCache.entries()) {
@@ -132,11 +138,15 @@ export async function findApiKey(db: Knex, key: string): Promise<ApiKeyIdentity 
   const hash = hashKey(key);
   const cached = keyCache.get(hash);
   if (cached) return cached;
+  if (unknownKeys.has(hash)) return null;
   const row = await db('api_keys')
     .where({ key_hash: hash })
     .whereNull('revoked_at')
     .first('id', 'account_id', 'user_id', 'last_used_at');
-  if (!row) return null;
+  if (!row) {
+    unknownKeys.set(hash, true);
+    return null;
+  }
   // Recorded at minute resolution so that a busy key does not write on every request.
   if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > LAST_USED_RESOLUTION_MS) {
     await db('api_keys').where({ id: row.id }).update({ last_used_at: db.fn.now() });

@@ -3,8 +3,9 @@ import pg from 'pg';
 import type { Logger } from '../shared/logger.ts';
 import { connectionTypes } from './timestamps.ts';
 
-// pg hands numeric and bigint back as strings. Quantities and money are numeric(20,6) and inputs are bounded
-// to 15 significant digits, so Number() is exact here; arithmetic stays in SQL.
+// pg hands numeric and bigint back as strings. Quantities, money and stock levels are numeric(20,6) bounded to
+// 15 significant digits (inputs by their schemas, levels by moveStock), so Number() is exact here; arithmetic on
+// them runs in SQL or in exact millionths (shared/decimal.ts).
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 // A date column is a calendar date: as a JS Date it would shift with the server's time zone.

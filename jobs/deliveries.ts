@@ -28,6 +28,7 @@ export interface DeliverDeps {
   secretKey: Buffer;
   timeoutMs: number;
   allowInsecure: boolean;
+  allowedPorts: number[];
   /** Overrides RETRY_DELAYS_S (in milliseconds): tests run the schedule in moments. */
   retryDelaysMs?: number[];
 }
@@ -166,7 +167,7 @@ export function createDeliveries(deps: DeliverDeps): Deliveries {
   const record = batched(recordAttempts.bind(null, deps.db), MAX_RECORDS_PER_STATEMENT);
 
   function post(job: DeliverWebhookPayload, target: Target, signal: AbortSignal): Promise<PostResult> {
-    const problem = urlProblem(target.url, deps.allowInsecure);
+    const problem = urlProblem(target.url, { allowInsecure: deps.allowInsecure, ports: deps.allowedPorts });
     if (problem) return Promise.resolve({ error: `refused to deliver: the URL ${problem}`, durationMs: 0 });
     const body = JSON.stringify({ id: job.eventId, type: target.event_type, createdAt: target.event_created_at, data: target.event_data });
     const timestamp = Math.floor(Date.now() / 1000);

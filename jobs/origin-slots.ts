@@ -44,7 +44,8 @@ export function createOriginSlots(perOrigin: number, timeoutMs: number): OriginS
         origins.set(name, origin);
         if (origin.started.length < perOrigin) return slot(name, origin);
         const now = performance.now();
-        const oldestAgeMs = now - Math.min(...origin.started);
+        // Slots are taken in time order: the first is the oldest.
+        const oldestAgeMs = now - origin.started[0]!;
         if (oldestAgeMs >= PATIENCE_MS || now >= deadline) {
           // Come back about when the oldest request has run as long again (nearly the timeout for a hanging
           // receiver, whose slots free only then); jitter spreads the backlog's returns.

@@ -43,6 +43,7 @@ export async function startWorker(config: Config, connectionString: string, logg
     secretKey: config.encryptionKey,
     timeoutMs: config.webhookTimeoutMs,
     allowInsecure: config.allowInsecureWebhookUrls,
+    allowedPorts: config.webhookAllowedPorts,
     retryDelaysMs: options.retryDelaysMs,
   });
   const prunes = [pruneDeliveryLog(db), pruneIdempotencyKeys(db)];

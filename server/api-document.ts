@@ -35,7 +35,11 @@ const SCHEMAS = {
     required: ['error', 'errors'],
     properties: {
       error: { type: 'string', const: 'Validation failed' },
-      errors: { type: 'array', items: { $ref: '#/components/schemas/Problem' }, description: 'Every problem at once' },
+      errors: {
+        type: 'array', items: { $ref: '#/components/schemas/Problem' }, maxItems: 100,
+        description: 'Every problem at once, up to 100 (`omittedErrors` counts the rest)',
+      },
+      omittedErrors: { type: 'integer', minimum: 1, description: 'Present when there were more than 100 problems: how many are not listed' },
     },
   },
 };
@@ -86,7 +90,11 @@ const HEADERS = {
   'X-RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'When the window resets, in Unix epoch seconds', schema: { type: 'integer' } },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
-  Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present when this page is full', schema: { type: 'string' } },
+  Link: {
+    description: 'RFC 8288 link to the next page (`rel="next"`), present when this page is full. Its URL is relative to the '
+      + 'API\'s address (`</rest/api/v2/items?page=2&...>`), or absolute when the deployment sets `PUBLIC_URL`.',
+    schema: { type: 'string' },
+  },
   [REPLAYED_HEADER]: {
     description: '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key` (nothing was done again)',
     schema: { type: 'string', enum: ['true'] },
@@ -193,12 +201,13 @@ const HEALTH = {
   get: {
     operationId: 'health',
     summary: 'Health check',
-    description: 'Outside the API prefix, needs no key and is not rate limited.',
+    description: 'Outside the API prefix, needs no key. Limited per client IP like the docs (`RATE_LIMIT_PUBLIC_PER_IP`, 300 a minute by default), apart from the API\'s limits.',
     tags: ['Operations'],
     security: [],
     responses: {
       200: { description: 'The database answers', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } } } } } },
       503: { description: 'The database does not answer', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'unavailable' }, error: { type: 'string' } } } } } },
+      429: { $ref: '#/components/responses/TooManyRequests' },
     },
   },
 };

@@ -1,6 +1,6 @@
-// The middleware order is the architecture: tag and log the request, map errors, serve the public routes,
-// then for the API: refuse oversized bodies unread, HTTPS, whose key, rate limit, authenticate, parse the body,
-// Idempotency-Key, route.
+// The middleware order is the architecture: tag and log the request, map errors; then the public routes behind
+// their own per-IP limit, or for the API: refuse oversized bodies unread, HTTPS, whose key, rate limit,
+// authenticate, parse the body, Idempotency-Key, route.
 import Router from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
@@ -14,7 +14,7 @@ import { identify, requireApiKey, requireHttps } from './middleware/auth.ts';
 import { jsonBody, refuseOversizedBody } from './middleware/body.ts';
 import { handleErrors } from './middleware/errors.ts';
 import { idempotency } from './middleware/idempotency.ts';
-import { rateLimit } from './middleware/rate-limit.ts';
+import { publicRateLimit, rateLimit } from './middleware/rate-limit.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { mountRoutes } from './framework/route.ts';
 import { apiDocument } from './api-document.ts';
@@ -31,12 +31,18 @@ export interface AppDeps {
 export function createApp({ db, config, logger, resolveHost = systemResolve }: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.proxy = config.trustProxy;
+  // The client is the address the last trusted proxy appended: the entries before it are the client's own words.
+  app.maxIpsCount = config.trustProxyHops;
   // Every error is answered by handleErrors; Koa's own handler would print to stderr.
   app.silent = true;
 
   const api = new Router<AppState>({ prefix: API_PREFIX });
   mountRoutes(api, apiRoutes, { db, config, resolveHost });
-  const docs = publicRouter(db, apiDocument());
+  const publicRoutes = publicRouter(db, apiDocument());
+  const publicChain = compose<AppContext>([
+    publicRateLimit({ perIp: config.rateLimitPublicPerIp, windowMs: config.rateLimitWindowMs }),
+    publicRoutes.routes() as Koa.Middleware<AppState>,
+  ]);
 
   const apiChain = compose<AppContext>([
     refuseOversizedBody(config.bodyLimitBytes),
@@ -52,7 +58,9 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
 
   app.use(requestContext(logger));
   app.use(handleErrors);
-  app.use(docs.routes());
-  app.use((ctx, next) => (ctx.path === API_PREFIX || ctx.path.startsWith(`${API_PREFIX}/`) ? apiChain(ctx, next) : next()));
+  // The document and Swagger UI live under the API prefix but need no key.
+  const isApi = (ctx: Koa.Context) => (ctx.path === API_PREFIX || ctx.path.startsWith(`${API_PREFIX}/`))
+    && !publicRoutes.match(ctx.path, ctx.method).route;
+  app.use((ctx, next) => (isApi(ctx) ? apiChain(ctx, next) : publicChain(ctx, next)));
   return app;
 }

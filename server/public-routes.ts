@@ -14,13 +14,14 @@ const swaggerDist: string = require('swagger-ui-dist/absolute-path.js')();
 const swaggerVersion: string = require('swagger-ui-dist/package.json').version;
 
 const ASSETS_PATH = `${API_PREFIX}/docs/assets`;
-// koa2-swagger-ui asks for `<cdn>/<version>/<file>`; these are the files it asks for, mapped to the package's.
-const ASSETS: Record<string, { file: string; type: string }> = {
-  'swagger-ui.min.css': { file: 'swagger-ui.css', type: 'text/css' },
-  'swagger-ui-bundle.js': { file: 'swagger-ui-bundle.js', type: 'application/javascript' },
-  'swagger-ui-standalone-preset.js': { file: 'swagger-ui-standalone-preset.js', type: 'application/javascript' },
-  'favicon.png': { file: 'favicon-32x32.png', type: 'image/png' },
-};
+// koa2-swagger-ui asks for `<cdn>/<version>/<file>`; these are the files it asks for, mapped to the package's. A
+// Map, not an object: a name from the URL such as `constructor` must find nothing, not Object.prototype's.
+const ASSETS = new Map<string, { file: string; type: string }>([
+  ['swagger-ui.min.css', { file: 'swagger-ui.css', type: 'text/css' }],
+  ['swagger-ui-bundle.js', { file: 'swagger-ui-bundle.js', type: 'application/javascript' }],
+  ['swagger-ui-standalone-preset.js', { file: 'swagger-ui-standalone-preset.js', type: 'application/javascript' }],
+  ['favicon.png', { file: 'favicon-32x32.png', type: 'image/png' }],
+]);
 
 const HEALTH_TIMEOUT_MS = 2000;
 
@@ -54,7 +55,7 @@ export function publicRouter(db: Knex, openApiDocument: object): Router<AppState
   });
 
   router.get(`${ASSETS_PATH}/:version/:file`, (ctx) => {
-    const asset = ASSETS[ctx.params.file ?? ''];
+    const asset = ASSETS.get(ctx.params.file ?? '');
     if (!asset || ctx.params.version !== swaggerVersion) return;
     let content = assetCache.get(asset.file);
     if (!content) {

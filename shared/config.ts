@@ -10,6 +10,13 @@ export interface Config {
   rateLimitPerIp: number;
   rateLimitWindowMs: number;
   trustProxy: boolean;
+  /**
+   * How many proxies in front of the app append to X-Forwarded-For (1 on Heroku): the client is the entry that
+   * many from the end. Entries before it are written by the client and never believed.
+   */
+  trustProxyHops: number;
+  /** Requests per window per client IP to the routes that need no key (/health, the docs). */
+  rateLimitPublicPerIp: number;
   requireHttps: boolean;
   bodyLimitBytes: number;
   /** The whole request, headers and body, must arrive within this; a slower client is answered 408 and cut off. */
@@ -27,8 +34,15 @@ export interface Config {
    */
   encryptionKey: Buffer | undefined;
   webhookTimeoutMs: number;
+  /**
+   * Where clients reach the API (`https://api.example.com`): `Link` headers are absolute under it. Absent, they
+   * are relative to the API's address, never built from the request's Host header.
+   */
+  publicUrl: string | undefined;
   /** Development and tests only: http:// and private addresses for webhook receivers. */
   allowInsecureWebhookUrls: boolean;
+  /** The ports webhook receivers may listen on. */
+  webhookAllowedPorts: number[];
 }
 
 export class ConfigError extends Error {}
@@ -79,6 +93,28 @@ function readEncryptionKey(env: Env): Buffer | undefined {
   return key ?? old;
 }
 
+/** An http(s) URL without credentials, query or fragment (`https://api.example.com`, or with a path prefix), without its trailing slash. */
+function readPublicUrl(env: Env, name: string): string | undefined {
+  const raw = readString(env, name);
+  if (raw === undefined) return undefined;
+  const url = URL.parse(raw);
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.search || url.hash) {
+    throw new ConfigError(`${name} must be where clients reach the service, as https://api.example.com, got "${raw}"`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+/** A comma-separated list of TCP ports. */
+function readPorts(env: Env, name: string, fallback: number[]): number[] {
+  const raw = readString(env, name);
+  if (raw === undefined) return fallback;
+  const ports = raw.split(',').map((part) => Number(part.trim()));
+  if (ports.length === 0 || !ports.every((port) => Number.isInteger(port) && port >= 1 && port <= 65535)) {
+    throw new ConfigError(`${name} must be a comma-separated list of ports from 1 to 65535, got "${raw}"`);
+  }
+  return ports;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -96,7 +132,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerKey: readInt(env, 'RATE_LIMIT_PER_KEY', 100),
     rateLimitPerIp: readInt(env, 'RATE_LIMIT_PER_IP', 20),
     rateLimitWindowMs: readInt(env, 'RATE_LIMIT_WINDOW_MS', 60_000),
+    rateLimitPublicPerIp: readInt(env, 'RATE_LIMIT_PUBLIC_PER_IP', 300),
     trustProxy: readBool(env, 'TRUST_PROXY', false),
+    trustProxyHops: readInt(env, 'TRUST_PROXY_HOPS', 1),
     requireHttps: readBool(env, 'REQUIRE_HTTPS', false),
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
     requestTimeoutMs: readInt(env, 'REQUEST_TIMEOUT_MS', 30_000),
@@ -110,6 +148,8 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: readEncryptionKey(env),
     webhookTimeoutMs: readInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
     allowInsecureWebhookUrls: readBool(env, 'ALLOW_INSECURE_WEBHOOK_URLS', false),
+    webhookAllowedPorts: readPorts(env, 'WEBHOOK_ALLOWED_PORTS', [443, 8443]),
+    publicUrl: readPublicUrl(env, 'PUBLIC_URL'),
   });
 }
 

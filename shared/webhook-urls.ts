@@ -12,7 +12,10 @@ export const systemResolve: ResolveHost = (host) =>
   });
 
 // Loopback, private, link-local (cloud metadata at 169.254.169.254), CGNAT, unique-local, multicast, reserved,
-// documentation and translation ranges: nothing a public receiver lives at.
+// documentation and translation ranges: nothing a public receiver lives at. IPv6 forms that carry an IPv4 address
+// a router may translate are refused outright: IPv4-compatible (::/96, `[::127.0.0.1]`), SIIT (::ffff:0:0:0/96),
+// 6to4 (2002::/16) and Teredo (2001::/32, inside 2001::/23). IPv4-mapped and NAT64 addresses are judged by the
+// IPv4 address they carry (embeddedIpv4).
 const FORBIDDEN = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
@@ -20,8 +23,8 @@ for (const [network, prefix] of [
   ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) FORBIDDEN.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['fc00::', 7],
-  ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  ['::', 96], ['::ffff:0:0:0', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['2002::', 16],
+  ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const) FORBIDDEN.addSubnet(network, prefix, 'ipv6');
 
 /** IPv4 written inside IPv6 (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`): judged as the IPv4 it carries. */
@@ -42,26 +45,37 @@ export function isForbiddenAddress(address: string): boolean {
   return FORBIDDEN.check(address, 'ipv6');
 }
 
-export interface UrlPolicy {
+/** Where a deployment lets webhooks go. */
+export interface UrlRules {
+  /** Development and tests only: http://, any port, private and loopback addresses. */
   allowInsecure: boolean;
+  /** The ports a receiver may listen on (443 and 8443 unless the deployment says otherwise). */
+  ports: number[];
+}
+
+export interface UrlPolicy extends UrlRules {
   resolve: ResolveHost;
 }
 
+/** The form of a URL rules judge and subscriptions store: `https://Example.com:443/a/../b` is `https://example.com/b`. */
+export function normaliseUrl(raw: string): string {
+  return new URL(raw).href;
+}
+
 /**
- * What is wrong with the URL itself, before any name is resolved: scheme, credentials, and an IP literal host
- * (sockets connect to those without a lookup, so the lookup guard never sees them). Null when it is acceptable.
+ * What is wrong with the URL itself, before any name is resolved: scheme, credentials, port, and an IP literal
+ * host (sockets connect to those without a lookup, so the lookup guard never sees them). Null when it is acceptable.
  */
-export function urlProblem(raw: string, allowInsecure: boolean): string | null {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'must be an absolute URL';
-  }
-  if (url.protocol !== 'https:' && !(allowInsecure && url.protocol === 'http:')) return 'must be an https:// URL';
+export function urlProblem(raw: string, rules: UrlRules): string | null {
+  const url = URL.parse(raw);
+  if (!url) return 'must be an absolute URL';
+  if (url.protocol !== 'https:' && !(rules.allowInsecure && url.protocol === 'http:')) return 'must be an https:// URL';
   if (url.username || url.password) return 'must not carry credentials (user:password@)';
+  if (rules.allowInsecure) return null;
+  const port = Number(url.port || 443);
+  if (!rules.ports.includes(port)) return `must use port ${rules.ports.join(' or ')} (not ${port})`;
   const host = hostOf(url);
-  if (!allowInsecure && isIP(host) && isForbiddenAddress(host)) return `${host} is a loopback, private, link-local or otherwise non-public address`;
+  if (isIP(host) && isForbiddenAddress(host)) return `${host} is a loopback, private, link-local or otherwise non-public address`;
   return null;
 }
 
@@ -71,7 +85,7 @@ function hostOf(url: URL): string {
 
 /** What is wrong with a URL being registered, or null: the URL itself, then every address its host resolves to. */
 export async function webhookUrlProblem(raw: string, policy: UrlPolicy): Promise<string | null> {
-  const problem = urlProblem(raw, policy.allowInsecure);
+  const problem = urlProblem(raw, policy);
   if (problem || policy.allowInsecure) return problem;
   const host = hostOf(new URL(raw));
   if (isIP(host)) return null;

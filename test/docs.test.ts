@@ -46,6 +46,37 @@ test('the document describes the same fields the API validates', async (t) => {
   t.true('archived' in body.components.schemas.UpdateItem.properties);
 });
 
+test('asset names that are Object.prototype\'s own (constructor, __proto__, toString) are 404s, not 500s', async (t) => {
+  const { version } = (await import('swagger-ui-dist/package.json', { with: { type: 'json' } })).default;
+  for (const name of ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty', 'swagger-ui.min.css.map']) {
+    const response = await h.app.api().get(`/docs/assets/${version}/${name}`);
+    t.is(response.status, 404, name);
+    t.is(typeof response.body.error, 'string', name);
+  }
+  t.false(h.app.logs.some((line) => line.includes('unhandled error')));
+});
+
+test('every array a request body may carry has a maxItems, so a longer one is refused before its entries are checked', (t) => {
+  const document = apiDocument() as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>; components: { schemas: Record<string, unknown> } };
+  const unbounded: string[] = [];
+  const seen = new Set<unknown>();
+  const walk = (schema: unknown, where: string): void => {
+    if (schema === null || typeof schema !== 'object' || seen.has(schema)) return;
+    seen.add(schema);
+    const node = schema as Record<string, unknown>;
+    if (typeof node.$ref === 'string') return walk(document.components.schemas[node.$ref.split('/').pop()!], node.$ref);
+    if (node.type === 'array' && typeof node.maxItems !== 'number') unbounded.push(where);
+    for (const [key, inner] of Object.entries(node)) walk(inner, `${where}.${key}`);
+  };
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      if (operation.requestBody) walk(operation.requestBody.content['application/json']!.schema, `${method} ${path}`);
+    }
+  }
+  t.deepEqual(unbounded, []);
+  t.true(seen.size > 20, 'the walk reached the request schemas');
+});
+
 test('Swagger UI and its assets are served by the API itself, without a key', async (t) => {
   const page = await h.app.api().get('/docs/swagger');
   t.is(page.status, 200);

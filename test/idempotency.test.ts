@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { pruneIdempotencyKeys } from '../jobs/idempotency_keys__prune.ts';
+import { SECRET_NOT_REPLAYED } from '../server/resources/webhooks/schema.ts';
 import { apiRoutes } from '../server/routes.ts';
 import type { Client, Response } from './helpers/client.ts';
 import { tableCounts } from './helpers/counts.ts';
@@ -41,7 +42,12 @@ const webhook = (s: Setup) => created(s.api.post('/webhooks', { url: 'http://127
 interface Scenario {
   /** The path and body of the POST, after making what it needs. */
   prepare(s: Setup): Promise<{ path: string; body?: unknown }>;
+  /** The answer a retry gets, when it is not the first answer itself. */
+  replayed?: (first: Record<string, unknown>) => unknown;
 }
+
+// A secret is shown once: a replay answers null in its place, with a notice.
+const withoutSecret = (first: Record<string, unknown>) => ({ ...first, secret: null, notice: SECRET_NOT_REPLAYED });
 
 // One per POST route: a new POST route fails 'every POST route has a scenario' until it is added here.
 const scenarios: Record<string, Scenario> = {
@@ -67,7 +73,7 @@ const scenarios: Record<string, Scenario> = {
   createProductionRecord: {
     prepare: async (s) => ({ path: '/production-records', body: { itemId: s.itemId, locationId: s.mainId, quantity: 2, components: [{ itemId: s.partId, quantity: 6 }] } }),
   },
-  createWebhook: { prepare: async () => ({ path: '/webhooks', body: { url: 'http://127.0.0.1:9/other', events: ['stock.adjusted'] } }) },
+  createWebhook: { prepare: async () => ({ path: '/webhooks', body: { url: 'http://127.0.0.1:9/other', events: ['stock.adjusted'] } }), replayed: withoutSecret },
   pingWebhook: { prepare: async (s) => ({ path: `/webhooks/${await webhook(s)}/ping` }) },
   redeliverWebhookEvent: {
     prepare: async (s) => {
@@ -77,7 +83,7 @@ const scenarios: Record<string, Scenario> = {
       return { path: `/webhooks/${id}/redeliver`, body: { eventId: event.id } };
     },
   },
-  rotateWebhookSecret: { prepare: async (s) => ({ path: `/webhooks/${await webhook(s)}/rotate-secret` }) },
+  rotateWebhookSecret: { prepare: async (s) => ({ path: `/webhooks/${await webhook(s)}/rotate-secret` }), replayed: withoutSecret },
 };
 
 const post = (api: Client, path: string, body: unknown, key: string) => api.post(path, body, { headers: { 'Idempotency-Key': key } });
@@ -103,10 +109,11 @@ for (const [operationId, scenario] of Object.entries(scenarios)) {
     // Assertions
     t.true(first.status >= 200 && first.status < 300, JSON.stringify(first.body));
     t.is(first.headers.get('Idempotent-Replayed'), null);
+    const expected = scenario.replayed?.(first.body) ?? first.body;
     for (const retry of [second, third]) {
       t.is(retry.status, first.status);
-      t.deepEqual(retry.body, first.body);
-      t.is(JSON.stringify(retry.body), JSON.stringify(first.body), 'the same keys in the same order');
+      t.deepEqual(retry.body, expected);
+      t.is(JSON.stringify(retry.body), JSON.stringify(expected), 'the same keys in the same order');
       t.is(retry.headers.get('Idempotent-Replayed'), 'true');
       t.not(retry.headers.get('X-Request-Id'), first.headers.get('X-Request-Id'));
     }
@@ -281,6 +288,31 @@ test.serial('after ENCRYPTION_KEY changes, an answer stored under the old key co
   t.deepEqual(again.body, retried.body);
   t.is(other.status, 201);
   t.is(rotated.logs.filter((line) => line.includes('stored under another ENCRYPTION_KEY')).length, 1);
+});
+
+test.serial('a replay of POST /webhooks or rotate-secret never shows the secret again, not even one rotated away since', async (t) => {
+  // Setup
+  const s = await setup();
+  const created = await post(s.api, '/webhooks', { url: 'http://127.0.0.1:9/replayed', events: ['*'] }, 'create-hook');
+  const rotated = await post(s.api, `/webhooks/${created.body.id}/rotate-secret`, undefined, 'rotate-hook');
+  await s.api.post(`/webhooks/${created.body.id}/rotate-secret`);
+
+  // Action
+  const replays = [
+    await post(s.api, '/webhooks', { url: 'http://127.0.0.1:9/replayed', events: ['*'] }, 'create-hook'),
+    await post(s.api, `/webhooks/${created.body.id}/rotate-secret`, undefined, 'rotate-hook'),
+  ];
+
+  // Assertions
+  for (const [index, replay] of replays.entries()) {
+    const first = index === 0 ? created : rotated;
+    t.is(replay.headers.get('Idempotent-Replayed'), 'true');
+    t.is(replay.body.secret, null);
+    t.is(replay.body.notice, SECRET_NOT_REPLAYED);
+    t.false(JSON.stringify(replay.body).includes(first.body.secret.slice(6)));
+  }
+  const stored = await h.db('idempotency_keys').where({ account_id: s.accountId }).whereIn('key', ['create-hook', 'rotate-hook']).select('response_body');
+  t.is(stored.length, 2);
 });
 
 test.serial('requests without a key, and GETs with one, are not recorded', async (t) => {

@@ -154,3 +154,53 @@ test.serial('bodies nested deeper than 32 levels, and inherited names as keys, a
   t.is(notEmpty.status, 400, 'a route without a body refuses one rather than ignoring it');
   t.deepEqual(notEmpty.body.errors, [{ path: 'body', message: 'must be empty: this operation takes no body' }]);
 });
+
+test.serial('an array longer than the route allows is refused before its entries are checked: 200,000 numbers as lineItems is one small 400, not a 500', async (t) => {
+  // Setup
+  const { api, accountId } = await h.newAccount();
+  const before = await tableCounts(h.db);
+
+  // Action: under the body limit, each entry of the wrong type.
+  const body = `{"customerId":"x","lineItems":[${Array(200_000).fill('0').join(',')}]}`;
+  const response = await api.post('/sales-orders', body);
+
+  // Assertions
+  t.is(response.status, 400);
+  t.deepEqual(response.body, { error: 'Validation failed', errors: [{ path: 'lineItems', message: 'must have at most 1000 entries' }] });
+  t.deepEqual(await tableCounts(h.db), before);
+  t.truthy(accountId);
+});
+
+test.serial('a 400 names at most 100 problems and counts the rest in omittedErrors: never megabytes of errors', async (t) => {
+  // Setup
+  const { api } = await h.newAccount();
+
+  // Action: 1,000 lines (the most an order may have), each with two problems.
+  const lines = Array.from({ length: 1000 }, () => ({ itemId: 7, quantity: 'many' }));
+  const response = await api.post('/sales-orders', { customerId: 'x', lineItems: lines });
+
+  // Assertions
+  t.is(response.status, 400);
+  t.is(response.body.errors.length, 100);
+  t.deepEqual(response.body.errors.slice(0, 2), [
+    { path: 'lineItems[0].itemId', message: 'must be a string' },
+    { path: 'lineItems[0].quantity', message: 'must be a number' },
+  ]);
+  t.is(response.body.omittedErrors, 1901, "2,000 line problems and the unknown customer, less the 100 named");
+  t.true(JSON.stringify(response.body).length < 10_000);
+});
+
+test.serial('more unknown fields than a 400 names are one problem, found before validation', async (t) => {
+  // Setup
+  const { api } = await h.newAccount();
+
+  // Action
+  const manyFields = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`field${i}`, i]));
+  const spread = Array.from({ length: 1000 }, () => ({ itemId: 'x', quantity: 1, a: 1, b: 2 }));
+  const flat = await api.post('/locations', { name: 'x', ...manyFields });
+  const nested = await api.post('/sales-orders', { customerId: 'x', lineItems: spread });
+
+  // Assertions
+  t.deepEqual(flat.body.errors, [{ path: 'body', message: 'has 50000 fields that are not allowed (the first at field0)' }]);
+  t.deepEqual(nested.body.errors, [{ path: 'body', message: 'has 2000 fields that are not allowed (the first at lineItems[0].a)' }]);
+});

@@ -348,3 +348,50 @@ test('the OpenAPI document describes each transition from the table, with its 40
   t.regex(doc.paths['/purchase-orders/{id}/cancel'].post.description, /`draft` \(to `cancelled`\), `confirmed` \(to `cancelled`\) and `on_hold` \(to `cancelled`\)/);
   t.deepEqual(doc.components.schemas.PurchaseOrder.properties.expectedDate.type, ['string', 'null']);
 });
+
+test('a receipt that would take a level past 999999999.999999 is a 409 naming the level, not a level that stops equalling its movements', async (t) => {
+  // Setup: the probe's order, 10 lines of 999999999.999999 and one of 0.000001, confirmed.
+  const s = await setup();
+  const lines = [...Array.from({ length: 10 }, () => ({ itemId: s.boltId, quantity: 999_999_999.999999, unitCost: 0 })), { itemId: s.boltId, quantity: 0.000001, unitCost: 0 }];
+  const order = await createOrder(s, { lines });
+  await transition(s, order.body.id, 'confirm');
+  const before = await footprint(s.accountId);
+
+  // Action
+  const closed = await transition(s, order.body.id, 'close');
+
+  // Assertions
+  t.is(closed.status, 409);
+  t.like(closed.body, { itemId: s.boltId, locationId: s.mainId, quantity: 0, added: 9_999_999_999.999991, maximum: 999_999_999.999999 });
+  t.deepEqual(closed.body.overflows, [{ itemId: s.boltId, locationId: s.mainId, quantity: 0, added: 9_999_999_999.999991, maximum: 999_999_999.999999 }]);
+  t.regex(closed.body.error, /holds at most 999999999\.999999/);
+  t.deepEqual(await footprint(s.accountId), before);
+  t.is((await s.api.get(`/purchase-orders/${order.body.id}`)).body.status, 'confirmed');
+  t.deepEqual(await ledgerMismatches(h.db, s.accountId), []);
+});
+
+test('a level reaches 999999999.999999 exactly, sums stay exact on the way, and a millionth more is a 409 rather than a 500', async (t) => {
+  // Setup
+  const s = await setup();
+  const receive = async (lines: Array<{ itemId: string; quantity: number; unitCost: number }>) => {
+    const order = await createOrder(s, { lines });
+    await transition(s, order.body.id, 'confirm');
+    return transition(s, order.body.id, 'close');
+  };
+
+  // Action: fractions that doubles would not sum exactly, up to the maximum; then one millionth past it.
+  t.is((await receive([{ itemId: s.boltId, quantity: 333_333_333.333333, unitCost: 0 }, { itemId: s.boltId, quantity: 333_333_333.333333, unitCost: 0 }])).status, 200);
+  t.is((await receive([{ itemId: s.boltId, quantity: 333_333_333.333333, unitCost: 0 }, { itemId: s.nutId, quantity: 0.1, unitCost: 0 }])).status, 200);
+  const atMaximum = await level(s, s.boltId);
+  const past = await s.api.post('/stock-adjustments', { itemId: s.boltId, locationId: s.mainId, quantity: 0.000001, reason: 'count' });
+  const pastByReceipt = await receive([{ itemId: s.boltId, quantity: 0.000001, unitCost: 0 }, { itemId: s.nutId, quantity: 0.2, unitCost: 0 }]);
+
+  // Assertions
+  t.is(atMaximum, 999_999_999.999999);
+  t.is(past.status, 409);
+  t.deepEqual(past.body.overflows, [{ itemId: s.boltId, locationId: s.mainId, quantity: 999_999_999.999999, added: 0.000001, maximum: 999_999_999.999999 }]);
+  t.is(pastByReceipt.status, 409, 'several levels at once: the one that would pass the maximum is named');
+  t.deepEqual(pastByReceipt.body.overflows.map((o: { itemId: string }) => o.itemId), [s.boltId]);
+  t.is(await level(s, s.nutId), 0.1);
+  t.deepEqual(await ledgerMismatches(h.db, s.accountId), []);
+});

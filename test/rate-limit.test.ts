@@ -1,4 +1,5 @@
 import test from 'ava';
+import { createDb } from '../db/knex.ts';
 import { useHarness } from './helpers/harness.ts';
 
 // The defaults, counted exactly: each test starts its own app, so each has fresh counters.
@@ -70,11 +71,48 @@ test('limits and window come from the configuration; a new window resets the cou
   t.is((await api.get('/items')).status, 200);
 });
 
-test('health and the docs are not rate limited', async (t) => {
-  const app = await h.startApp({ rateLimitPerIp: 1 });
-  for (let i = 0; i < 5; i += 1) {
+test('health and the docs have a per-IP limit of their own, apart from the API\'s', async (t) => {
+  const app = await h.startApp({ rateLimitPerIp: 1, rateLimitPublicPerIp: 4 });
+  for (let i = 0; i < 2; i += 1) {
     t.is((await app.api().get('~/health')).status, 200);
     t.is((await app.api().get('/openapi.json')).status, 200);
+  }
+  const limited = await app.api().get('~/health');
+  t.is(limited.status, 429);
+  t.deepEqual(limited.body, { error: 'Rate limit exceeded' });
+  t.truthy(limited.headers.get('retry-after'));
+  t.is((await app.api().get('/docs/assets/x/constructor')).status, 429, 'unknown public paths count too');
+  t.is((await app.api().get('/items')).status, 400, 'the API counts apart: its one keyless request is still there');
+});
+
+test('behind TRUST_PROXY the client is the address the proxy appended: forged X-Forwarded-For entries neither escape the limit nor lock a victim out', async (t) => {
+  const app = await h.startApp({ ...DEFAULTS, trustProxy: true });
+  const from = (forwarded: string) => app.api().get('/items', { headers: { 'X-Forwarded-For': forwarded } });
+
+  // An attacker at 198.51.100.7 writes a new address before the one the proxy appends, and the victim's.
+  for (let i = 0; i < 20; i += 1) t.is((await from(`10.0.${i}.1, 203.0.113.9, 198.51.100.7`)).status, 400);
+  t.is((await from('10.9.9.9, 198.51.100.7')).status, 429, 'a forged first entry does not make a new client');
+  t.is((await from('203.0.113.9')).status, 400, 'the victim, named in the forged entries, is not locked out');
+
+  const twoHops = await h.startApp({ ...DEFAULTS, trustProxy: true, trustProxyHops: 2 });
+  for (let i = 0; i < 20; i += 1) await twoHops.api().get('/items', { headers: { 'X-Forwarded-For': `10.0.0.${i}, 192.0.2.5, 172.16.0.1` } });
+  t.is((await twoHops.api().get('/items', { headers: { 'X-Forwarded-For': '10.1.1.1, 192.0.2.5, 172.16.0.1' } })).status, 429, 'two hops: the second address from the end');
+  t.true(twoHops.logs.some((line) => line.includes('"ip":"192.0.2.5"')), 'the request log names the client so found');
+});
+
+test('an unknown key is looked up once, not on every request: limited retries with a bad key cost no statements', async (t) => {
+  const db = createDb(h.databaseUrl, 2);
+  let lookups = 0;
+  db.on('query', (query: { sql: string }) => { if (query.sql.includes('api_keys')) lookups += 1; });
+  const app = await h.startApp(DEFAULTS, { db });
+  try {
+    const statuses = new Set<number>();
+    for (let i = 0; i < 50; i += 1) statuses.add((await app.api('srk_not_a_key').get('/items')).status);
+    t.deepEqual([...statuses].sort(), [401, 429]);
+    t.is(lookups, 1);
+  } finally {
+    await app.close();
+    await db.destroy();
   }
 });
 

@@ -6,10 +6,12 @@ import nock from 'nock';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { startWorker, type Worker } from '../jobs/worker.ts';
+import { encrypt } from '../shared/encryption.ts';
 import { createLogger } from '../shared/logger.ts';
+import { generateSecret } from '../shared/webhook-secrets.ts';
 import type { ResolveHost } from '../shared/webhook-urls.ts';
 import type { Client } from './helpers/client.ts';
-import { testConfig, useHarness, type RunningApp } from './helpers/harness.ts';
+import { TEST_KEY, testConfig, useHarness, type RunningApp } from './helpers/harness.ts';
 import { eventually, receiver, type Receiver } from './helpers/receiver.ts';
 
 const h = useHarness(test);
@@ -209,6 +211,32 @@ test('a name that resolves to 127.0.0.1 at delivery time is refused then', async
   t.is(attempt.outcome, 'failed');
   t.is(attempt.responseStatus, null);
   t.regex(attempt.error, /refused to connect: rebind\.test resolves to 127\.0\.0\.1/);
+});
+
+test('a URL registered before the rules tightened (an IPv6 form of 127.0.0.1, port 22) is refused at delivery', async (t) => {
+  // Setup: subscriptions as older code could have stored them; registration refuses both today.
+  const account = await h.newAccount();
+  const api = app.api(account.key);
+  const webhookIds: string[] = [];
+  for (const url of ['https://[::7f00:1]/hook', 'https://hooks.example.com:22/hook']) {
+    const [row] = await h.db('webhooks').insert({
+      account_id: account.accountId, url, events: ['*'], secret_encrypted: encrypt(Buffer.from(TEST_KEY, 'hex'), generateSecret()),
+    }).returning('id');
+    webhookIds.push(row.id);
+  }
+
+  // Action
+  await createItem(api);
+
+  // Assertions
+  for (const [index, webhookId] of webhookIds.entries()) {
+    const s = { api, webhookId } as Subscriber;
+    t.true(await eventually(async () => (await deliveries(s)).length >= 1));
+    const [attempt] = await deliveries(s);
+    t.is(attempt.outcome, 'failed');
+    t.is(attempt.responseStatus, null);
+    t.regex(attempt.error, index === 0 ? /refused to deliver: the URL .*non-public/ : /refused to deliver: the URL must use port 443 or 8443/);
+  }
 });
 
 test('ping sends a signed webhook.ping to that subscription alone; /events does not list it', async (t) => {

@@ -94,6 +94,32 @@ test('unsafe or unusable URLs are 400s naming the problem', async (t) => {
   t.is((await api.get('/webhooks')).body.data.length, 0);
 });
 
+test('IPv6 forms that embed an IPv4 address, and ports other than 443 and 8443, are refused at registration and PATCH; URLs are stored normalised', async (t) => {
+  const { api } = await account();
+  const refused: Array<[string, RegExp]> = [
+    ['https://[::127.0.0.1]/', /non-public/], // IPv4-compatible (::/96)
+    ['https://[::a9fe:a9fe]/', /non-public/], // 169.254.169.254, IPv4-compatible
+    ['https://[::ffff:0:127.0.0.1]/', /non-public/], // SIIT (::ffff:0:0:0/96)
+    ['https://[2002:7f00:1::]/', /non-public/], // 6to4 of 127.0.0.1
+    ['https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/', /non-public/], // Teredo
+    ['https://[::ffff:127.0.0.1]/', /non-public/], // IPv4-mapped, judged by its IPv4
+    ['https://hooks.example.com:22/x', /must use port 443 or 8443 \(not 22\)/],
+    ['https://hooks.example.com:6379/x', /port/],
+  ];
+  for (const [url, message] of refused) {
+    const { status, body } = await api.post('/webhooks', { url, events: ['*'] });
+    t.is(status, 400, url);
+    t.regex(body.errors[0].message, message, url);
+  }
+  const created = await api.post('/webhooks', { url: 'https://HOOKS.example.com:443/a/../stockroom', events: ['*'] });
+  t.is(created.body.url, 'https://hooks.example.com/stockroom');
+  t.is((await api.post('/webhooks', { url: 'https://hooks.example.com:8443/x', events: ['*'] })).status, 201);
+  for (const [url] of refused) {
+    t.is((await api.patch(`/webhooks/${created.body.id}`, { url })).status, 400, url);
+  }
+  t.is((await api.patch(`/webhooks/${created.body.id}`, { url: 'https://Hooks.Example.com/other' })).body.url, 'https://hooks.example.com/other');
+});
+
 test('every problem of a body is named at once; unknown event kinds too', async (t) => {
   const { api } = await account();
   const { status, body } = await api.post('/webhooks', { url: 'https://loopback.example.com/x', events: ['order.shipped', 'stock.adjusted', 7] });

@@ -12,6 +12,7 @@ import * as idempotency from './006_idempotency.ts';
 import * as deliveryKinds from './007_delivery_kinds.ts';
 import * as listIndexes from './008_list_indexes.ts';
 import * as deliveryForeignKeys from './009_delivery_foreign_keys.ts';
+import * as levelMaximum from './010_level_maximum.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '007_delivery_kinds': deliveryKinds,
   '008_list_indexes': listIndexes,
   '009_delivery_foreign_keys': deliveryForeignKeys,
+  '010_level_maximum': levelMaximum,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -21,6 +21,9 @@ export class ApiError extends Error {
   }
 }
 
+/** Problems a 400 names at most; the rest are counted. A hostile body can have a million. */
+export const MAX_PROBLEMS = 100;
+
 export class ValidationError extends ApiError {
   readonly errors: Problem[];
 
@@ -34,7 +37,10 @@ export class ValidationError extends ApiError {
   }
 
   override toBody(): Record<string, unknown> {
-    return { error: this.message, errors: this.errors };
+    const omitted = this.errors.length - MAX_PROBLEMS;
+    return omitted > 0
+      ? { error: this.message, errors: this.errors.slice(0, MAX_PROBLEMS), omittedErrors: omitted }
+      : { error: this.message, errors: this.errors };
   }
 }
 

@@ -6,7 +6,9 @@ import { isUuid } from '../../shared/guards.ts';
 import type { AppContext } from './context.ts';
 import { ValidationError } from './errors.ts';
 import type { Reply } from './route.ts';
-import { array, describe, integer, metaOf, named, object, optional, queryInteger, queryTimestamp, text, type AnyStruct } from './schema.ts';
+import {
+  array, describe, integer, metaOf, named, object, optional, parseTimestamp, queryInteger, queryTimestamp, text, type AnyStruct,
+} from './schema.ts';
 import type { Timestamp } from '../../db/timestamps.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -59,6 +61,8 @@ interface Cursor {
   id: string;
   /** The page starts at this row (a remembered page start) rather than after it (a `Link` cursor). */
   inclusive?: boolean;
+  /** Sent by the client (a `Link` cursor): where it leads is the client's word, never remembered. */
+  fromClient?: boolean;
 }
 
 export interface PageRequest {
@@ -80,9 +84,11 @@ const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 function decodeCursor(raw: string, sort: SortKey): Cursor {
   try {
     const [cursorSort, at, id] = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
-    // Exactly what encodeCursor writes: anything else would reach PostgreSQL's casts and fail there.
-    if (cursorSort === sort && typeof id === 'string' && isUuid(id) && typeof at === 'string' && CURSOR_TIME.test(at) && !Number.isNaN(Date.parse(at))) {
-      return { sort, at, id };
+    // Exactly what encodeCursor writes (a time that exists, printed back as itself): anything else would reach
+    // PostgreSQL's casts and fail there.
+    if (cursorSort === sort && typeof id === 'string' && isUuid(id) && typeof at === 'string' && CURSOR_TIME.test(at)
+      && parseTimestamp(at)?.toISOString() === at) {
+      return { sort, at, id, fromClient: true };
     }
   } catch {
     // fall through: any undecodable cursor is the caller's mistake
@@ -138,7 +144,9 @@ export async function fetchPage<Row extends PagedRow>(
 // interface document's way), so the start of page N+1 is where the page N just served ended: page N+1 is read
 // from there like a `Link` cursor, at the cost of page 1 however deep, and a record that leaves the list mid-loop
 // (an archived item) does not shift the next page and hide a record. A first visit to a deep page, or one served
-// by another web process, falls back to the offset; its start is remembered for the next visit.
+// by another web process, falls back to the offset; its start is remembered for the next visit. Only pages this
+// process placed itself (by the offset, or from the page before) are remembered: a page read from a client's
+// cursor starts where the client said, which may be anywhere, and would mislead every later plain request.
 const pageStarts = new LRUCache<string, Cursor>({ max: 20_000, ttl: 10 * 60_000 });
 
 function pageStartKey(ctx: AppContext, request: PageRequest, page: number): string {
@@ -155,21 +163,36 @@ export function withRememberedStart(ctx: AppContext, request: PageRequest): Page
   return start?.sort === request.sort ? { ...request, cursor: start } : request;
 }
 
+/**
+ * `Link: <...>; rel="next"` for this path with `params`: relative to the API's address (never built from the
+ * request's `Host`, which the client writes), or absolute under `publicUrl` when the deployment says where it is.
+ */
+export function nextLink(ctx: AppContext, params: URLSearchParams, publicUrl: string | undefined): Record<string, string> {
+  return { Link: `<${publicUrl ?? ''}${ctx.path}?${params}>; rel="next"` };
+}
+
 /** The list body, and a `Link` to the next page whenever this one is full. */
-export function pageReply<Row extends PagedRow, T>(ctx: AppContext, request: PageRequest, rows: Row[], toRecord: (row: Row) => T): Reply {
+export function pageReply<Row extends PagedRow, T>(
+  ctx: AppContext,
+  request: PageRequest,
+  rows: Row[],
+  toRecord: (row: Row) => T,
+  publicUrl: string | undefined,
+): Reply {
   const body = { data: rows.map(toRecord), page: request.page, limit: request.limit };
+  const placedHere = !request.cursor?.fromClient;
   const first = rows[0];
-  if (first && request.page > 1) {
+  if (first && request.page > 1 && !request.cursor) {
     pageStarts.set(pageStartKey(ctx, request, request.page), { sort: request.sort, at: first[request.sort], id: first.id, inclusive: true });
   }
   const last = rows.at(-1);
   if (rows.length < request.limit || !last) return { status: 200, body };
-  pageStarts.set(pageStartKey(ctx, request, request.page + 1), { sort: request.sort, at: last[request.sort], id: last.id });
+  if (placedHere) pageStarts.set(pageStartKey(ctx, request, request.page + 1), { sort: request.sort, at: last[request.sort], id: last.id });
 
   const params = new URLSearchParams(ctx.querystring);
   params.delete('size');
   params.set('page', String(request.page + 1));
   params.set('limit', String(request.limit));
   params.set('cursor', encodeCursor({ sort: request.sort, at: last[request.sort], id: last.id }));
-  return { status: 200, body, headers: { Link: `<${ctx.protocol}://${ctx.host}${ctx.path}?${params}>; rel="next"` } };
+  return { status: 200, body, headers: nextLink(ctx, params, publicUrl) };
 }

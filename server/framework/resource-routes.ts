@@ -46,9 +46,9 @@ export function listRoute<Row extends OwnedRow, Rec, Query>(spec: Omit<ReadSpec<
     description: spec.listDescription ?? `Your account's records, ${spec.newestFirst ? 'newest' : 'oldest'} first, a page at a time: follow the \`Link\` header, or pass \`updatedSince\` to sync what changed.`,
     query: spec.query,
     success: { status: 200, description: 'A page of records', schema: listOf(spec.record), list: true },
-    handler: async ({ db, auth, query, ctx }) => {
+    handler: async ({ db, auth, query, ctx, config }) => {
       const page = withRememberedStart(ctx, pageRequest(query as Query & object, { descending: spec.newestFirst }));
-      return pageReply(ctx, page, await spec.list(db, auth.accountId, query, page), spec.toRecord);
+      return pageReply(ctx, page, await spec.list(db, auth.accountId, query, page), spec.toRecord, config.publicUrl);
     },
   });
 }

@@ -8,13 +8,18 @@ import { isRecord } from '../../shared/guards.ts';
 import type { Config } from '../../shared/config.ts';
 import type { ResolveHost } from '../../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './context.ts';
-import { ValidationError, problemsOf, type Problem } from './errors.ts';
-import { object, type AnyStruct, type Struct } from './schema.ts';
+import { formatPath, MAX_PROBLEMS, ValidationError, problemsOf, type Problem } from './errors.ts';
+import { object, volumeProblems, type AnyStruct, type Struct } from './schema.ts';
 
 export interface Reply {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /**
+   * What a retry with the same Idempotency-Key is answered instead of `body`, when the body holds something that
+   * is shown only once (a secret): kept for 24 hours, it must not hold that.
+   */
+  replay?: unknown;
 }
 
 /** What handlers may use besides the request: passed in by createApp, so tests hand in their own. */
@@ -83,8 +88,11 @@ function check<T>(struct: Struct<T, unknown>, value: unknown, root: string, prob
     problems.push({ path: root, message: 'must be an object' });
     return value as T;
   }
+  // A value too big to validate is refused as it is: nothing more is checked or looked up for it.
+  const oversized = volumeProblems(struct, value, MAX_PROBLEMS);
+  if (oversized.length) throw new ValidationError(oversized.map((problem) => ({ path: formatPath(problem.path) || root, message: problem.message })));
   const [error, result] = validate(value, struct, { coerce: true });
-  if (error) problems.push(...problemsOf(error, root));
+  if (error) for (const problem of problemsOf(error, root)) problems.push(problem);
   return result as T;
 }
 
@@ -110,11 +118,12 @@ export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], deps: 
       const body = spec.body ? check(spec.body, sent, 'body', problems) : refuseBody(sent, problems);
       const found = spec.resolve ? await spec.resolve({ ...deps, body: sent, auth }) : undefined;
       const named = new Set(problems.map((problem) => problem.path));
-      problems.push(...(found?.problems ?? []).filter((problem) => !named.has(problem.path)));
+      for (const problem of found?.problems ?? []) if (!named.has(problem.path)) problems.push(problem);
       if (problems.length) throw new ValidationError(problems);
       const reply = await spec.handler({ ...deps, query, body, resolved: found?.resolved, params: ctx.params, auth, ctx: ctx as AppContext });
       ctx.status = reply.status;
       ctx.body = reply.body;
+      if (reply.replay !== undefined) ctx.state.replayBody = reply.replay;
       for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
     });
   }

@@ -4,6 +4,7 @@
 import * as s from 'superstruct';
 import type { Struct } from 'superstruct';
 import { decimalProblem, MAX_DECIMAL, PLACES } from '../../shared/decimal.ts';
+import { formatPath } from './errors.ts';
 
 export type { Infer, Struct } from 'superstruct';
 // These carry their own OpenAPI shape (see openapi.ts); object() below rejects unknown keys.
@@ -20,6 +21,8 @@ interface Meta {
   nullable?: boolean;
   default?: unknown;
   inner?: AnyStruct;
+  /** oneOf: the shape a value is checked as. */
+  choose?: (value: unknown) => AnyStruct | undefined;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -95,12 +98,43 @@ export function timestamp(description?: string): Struct<string, null> {
   return describe(s.string(), { type: 'string', format: 'date-time', description });
 }
 
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** Whether the day exists: no February 30th, and no year 0, which PostgreSQL does not have. */
+function isCalendarDay(year: number, month: number, day: number): boolean {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  return year >= 1 && days !== undefined && day >= 1 && day <= days;
+}
+
+/**
+ * An ISO-8601 instant, strictly: a date that exists, a time of day that exists, an optional offset (none means
+ * UTC), a year from 1 to 9999. Undefined for anything else: JavaScript's Date rolls 2020-02-30 over to March and
+ * takes year 0, which PostgreSQL then refuses.
+ */
+export function parseTimestamp(text: string): Date | undefined {
+  const match = INSTANT.exec(text);
+  if (!match) return undefined;
+  const [, year, month, day, hour = '0', minute = '0', second = '0', fraction = '0', zone = 'Z'] = match;
+  if (!isCalendarDay(Number(year), Number(month), Number(day))) return undefined;
+  if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59) return undefined;
+  const offset = /^([+-])(\d{2}):?(\d{2})$/.exec(zone);
+  if (offset && (Number(offset[2]) > 23 || Number(offset[3]) > 59)) return undefined;
+  const offsetMinutes = offset ? (offset[1] === '-' ? -1 : 1) * (Number(offset[2]) * 60 + Number(offset[3])) : 0;
+  // setUTCFullYear, not Date.UTC, which reads years 0-99 as 1900-1999.
+  const instant = new Date(0);
+  instant.setUTCFullYear(Number(year), Number(month) - 1, Number(day));
+  instant.setUTCHours(Number(hour), Number(minute) - offsetMinutes, Number(second), Number(fraction.slice(0, 3).padEnd(3, '0')));
+  const resultYear = instant.getUTCFullYear();
+  return resultYear >= 1 && resultYear <= 9999 ? instant : undefined;
+}
+
 /** A calendar date, `YYYY-MM-DD`, that exists (no February 30th). */
 export function calendarDate(description?: string): Struct<string, null> {
   const struct = s.refine(s.string(), 'calendarDate', (value) => {
-    // Date.parse rolls 2026-02-30 over to March: a real date prints back as itself. PostgreSQL has no year 0.
-    const time = /^\d{4}-\d{2}-\d{2}$/.test(value) && !value.startsWith('0000') ? Date.parse(`${value}T00:00:00Z`) : NaN;
-    return (!Number.isNaN(time) && new Date(time).toISOString().startsWith(value)) || 'must be a calendar date as YYYY-MM-DD';
+    const match = DATE.exec(value);
+    return (match !== null && isCalendarDay(Number(match[1]), Number(match[2]), Number(match[3]))) || 'must be a calendar date as YYYY-MM-DD';
   });
   return describe(struct, { type: 'string', format: 'date', description, example: '2026-12-01' });
 }
@@ -142,7 +176,11 @@ export function oneOf<Shapes extends AnyStruct[]>(
     const choice = pick(value);
     return choice instanceof s.Struct ? { shape: choice } : { none: choice as NoShape };
   };
-  return new s.Struct<s.Infer<Shapes[number]>, Shapes>({
+  const choose = (value: unknown) => {
+    const { shape, none } = chosen(value);
+    return shape ?? none?.shared;
+  };
+  return withMeta(new s.Struct<s.Infer<Shapes[number]>, Shapes>({
     type: 'oneOf',
     schema: shapes,
     *entries(value, ctx) {
@@ -164,7 +202,7 @@ export function oneOf<Shapes extends AnyStruct[]>(
       const { shape } = chosen(value);
       return shape ? shape.refiner(value, ctx) : [];
     },
-  });
+  }), { choose });
 }
 
 /** Every field of a create struct made optional and defaults dropped, plus `extra` fields: the body of a PATCH. */
@@ -238,7 +276,64 @@ export function queryBoolean(description?: string): Struct<boolean, null> {
 export function queryTimestamp(description?: string): Struct<Date, null> {
   const struct = fromQueryString(
     s.refine(s.date(), 'timestamp', (value) => !Number.isNaN(value.getTime()) || 'must be an ISO-8601 timestamp'),
-    (raw) => (/^\d{4}-\d{2}-\d{2}/.test(raw) ? new Date(raw) : raw),
+    // An invalid Date rather than the text: the failure then says "must be an ISO-8601 timestamp", not a type.
+    (raw) => parseTimestamp(raw) ?? new Date(Number.NaN),
   );
   return describe(struct, { type: 'string', format: 'date-time', description });
+}
+
+// --- Volume: what is too big to validate at all.
+
+/** A problem found before validation, at a path of the value. */
+export interface VolumeProblem {
+  path: Array<string | number>;
+  message: string;
+}
+
+/** Unknown fields a value may carry before they are reported as one problem rather than one each. */
+const UNKNOWN_FIELDS_NAMED = 100;
+
+/**
+ * Arrays longer than their struct allows, and objects with more unknown fields than a problem list names, found
+ * by walking the value beside its struct without validating it: superstruct would build a failure for every
+ * element and field it rejects, and a body of 500,000 wrong entries would hold the event loop for a second.
+ * Stops after `limit` problems. An empty answer means the value is of a size worth validating.
+ */
+export function volumeProblems(struct: AnyStruct, value: unknown, limit: number): VolumeProblem[] {
+  const found: VolumeProblem[] = [];
+  const unknownFields: { count: number; first?: Array<string | number> } = { count: 0 };
+  const walk = (current: AnyStruct, item: unknown, path: Array<string | number>): void => {
+    if (found.length >= limit || item === null || typeof item !== 'object') return;
+    const meta = metaOf(current);
+    if (meta.inner) return walk(meta.inner, item, path);
+    if (meta.choose) {
+      const shape = meta.choose(item);
+      return shape ? walk(shape, item, path) : undefined;
+    }
+    if (Array.isArray(item)) {
+      if (current.type !== 'array') return;
+      const max = meta.schema?.maxItems;
+      if (typeof max === 'number' && item.length > max) {
+        found.push({ path, message: `must have at most ${max} entries` });
+        return;
+      }
+      const element = current.schema as AnyStruct | null;
+      if (element) for (let index = 0; index < item.length && found.length < limit; index++) walk(element, item[index], [...path, index]);
+      return;
+    }
+    if (current.type !== 'object' && current.type !== 'type') return;
+    const shape = (current.schema ?? {}) as Record<string, AnyStruct>;
+    for (const [key, field] of Object.entries(item)) {
+      if (Object.hasOwn(shape, key)) walk(shape[key]!, field, [...path, key]);
+      else if (current.type === 'object') {
+        unknownFields.count += 1;
+        unknownFields.first ??= [...path, key];
+      }
+    }
+  };
+  walk(struct, value, []);
+  if (unknownFields.count > UNKNOWN_FIELDS_NAMED && found.length < limit) {
+    found.push({ path: [], message: `has ${unknownFields.count} fields that are not allowed (the first at ${formatPath(unknownFields.first!)})` });
+  }
+  return found;
 }

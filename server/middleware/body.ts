@@ -11,18 +11,26 @@ export const MAX_BODY_DEPTH = 32;
 // has such a name, so they are refused before validation sees them.
 const INHERITED = new Set(Object.getOwnPropertyNames(Object.prototype));
 
-/** Refuses bodies that nest too deep or use inherited names as keys; walked breadth first without recursion, as depth is the point. */
+/**
+ * Refuses bodies that nest too deep or use inherited names as keys; walked breadth first without recursion, as
+ * depth is the point. Only objects and arrays are queued (a million numbers cost a loop, not a million paths).
+ */
 function checkShape(body: unknown): void {
   const problems: Problem[] = [];
-  const pending: Array<[unknown, Array<string | number>]> = [[body, []]];
+  const pending: Array<[object, Array<string | number>]> = body !== null && typeof body === 'object' ? [[body, []]] : [];
   for (let next = 0; next < pending.length; next++) {
     const [value, path] = pending[next]!;
-    if (value === null || typeof value !== 'object') continue;
     if (path.length >= MAX_BODY_DEPTH) throw ValidationError.of('body', `must not nest objects and arrays more than ${MAX_BODY_DEPTH} deep`);
-    for (const [key, inner] of Object.entries(value)) {
-      const innerPath = [...path, Array.isArray(value) ? Number(key) : key];
-      if (!Array.isArray(value) && INHERITED.has(key)) problems.push({ path: formatPath(innerPath), message: 'is not an allowed field' });
-      else pending.push([inner, innerPath]);
+    if (Array.isArray(value)) {
+      value.forEach((inner: unknown, index) => {
+        if (inner !== null && typeof inner === 'object') pending.push([inner, [...path, index]]);
+      });
+      continue;
+    }
+    for (const key in value) {
+      const inner: unknown = (value as Record<string, unknown>)[key];
+      if (INHERITED.has(key)) problems.push({ path: formatPath([...path, key]), message: 'is not an allowed field' });
+      else if (inner !== null && typeof inner === 'object') pending.push([inner, [...path, key]]);
     }
   }
   if (problems.length) throw new ValidationError(problems);

@@ -108,8 +108,9 @@ async function store(db: Knex, ctx: AppContext, encryptionKey: Buffer, accountId
     await db('idempotency_keys').where({ account_id: accountId, key, lock_token: token }).update({
       state: 'done',
       response_status: ctx.status,
-      // Encrypted like webhook secrets, which the answer of POST /webhooks carries: a dump alone reveals none.
-      response_body: ctx.body == null ? null : encrypt(encryptionKey, JSON.stringify(ctx.body)),
+      // Encrypted: answers hold what their accounts sent, and a dump of the database alone should reveal none of it.
+      // A body with a secret in it comes with a replay body without (Reply.replay): the secret is never kept.
+      response_body: ctx.body == null ? null : encrypt(encryptionKey, JSON.stringify(ctx.state.replayBody ?? ctx.body)),
       response_headers: headers,
       updated_at: db.fn.now(),
     });

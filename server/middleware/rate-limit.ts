@@ -42,37 +42,49 @@ export interface RateLimitOptions {
   store?: BoundedLimitStore;
 }
 
+/** A koa-ratelimit counter in `store`: `id` names what a request counts against, or false when it does not count. */
+function counter(store: BoundedLimitStore, windowMs: number, max: number, id: (ctx: AppContext) => string | false) {
+  const options = {
+    driver: 'memory' as const,
+    db: store,
+    duration: windowMs,
+    max,
+    id: (ctx: AppContext) => id(ctx),
+    throw: false,
+    // koa-ratelimit calls it (its types leave it out): the 429's body as JSON rather than its text.
+    onLimited: (ctx: AppContext) => {
+      ctx.body = { error: 'Rate limit exceeded' };
+    },
+  };
+  return ratelimit(options);
+}
+
 /**
  * Authenticated requests count against their key; keyless requests and invalid keys count against the
  * client IP. Runs after the key is looked up and before it is enforced, so a keyless request past its
  * limit answers 429 rather than 400.
  */
 export function rateLimit(options: RateLimitOptions) {
-  const db = options.store ?? new BoundedLimitStore();
-  const common = {
-    driver: 'memory' as const,
-    db,
-    duration: options.windowMs,
-    throw: false,
-    onLimited: (ctx: AppContext) => {
-      ctx.body = { error: 'Rate limit exceeded' };
-    },
-  };
-  const perKey = ratelimit({
-    ...common,
-    max: options.perKey,
-    id: (ctx) => (ctx.state.auth ? `key:${ctx.state.auth.keyId}` : false),
-  });
-  const perIp = ratelimit({
-    ...common,
-    max: options.perIp,
-    id: (ctx) => (ctx.state.auth ? false : `ip:${ctx.ip}`),
-  });
+  const store = options.store ?? new BoundedLimitStore();
+  const perKey = counter(store, options.windowMs, options.perKey, (ctx) => (ctx.state.auth ? `key:${ctx.state.auth.keyId}` : false));
+  const perIp = counter(store, options.windowMs, options.perIp, (ctx) => (ctx.state.auth ? false : `ip:${ctx.ip}`));
 
   return async function limit(ctx: AppContext, next: Next): Promise<void> {
     const limiter = ctx.state.auth ? perKey : perIp;
     try {
       await limiter(ctx, next);
+    } finally {
+      normaliseHeaders(ctx);
+    }
+  };
+}
+
+/** The routes that need no key (/health, the docs): a limit of their own per client IP, apart from the API's. */
+export function publicRateLimit(options: { perIp: number; windowMs: number }) {
+  const perIp = counter(new BoundedLimitStore(), options.windowMs, options.perIp, (ctx) => `public:${ctx.ip}`);
+  return async function limitPublic(ctx: AppContext, next: Next): Promise<void> {
+    try {
+      await perIp(ctx, next);
     } finally {
       normaliseHeaders(ctx);
     }

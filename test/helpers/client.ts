@@ -23,9 +23,11 @@ export interface Client {
   delete<T = any>(path: string, options?: RequestOptions): Promise<Response<T>>;
 }
 
-/** Paths starting with `/` are relative to the API prefix; full URLs and `~/path` (server root) are taken as given. */
+/** Paths starting with `/` are relative to the API prefix; full URLs, paths under the prefix and `~/path` (server root) are taken as given. */
 function urlFor(baseUrl: string, path: string): string {
   if (/^https?:/.test(path)) return path;
+  // A `Link` relative to the API's address.
+  if (path.startsWith(`${API_PREFIX}/`)) return baseUrl + path;
   if (path.startsWith('~')) return baseUrl + path.slice(1);
   return baseUrl + API_PREFIX + path;
 }

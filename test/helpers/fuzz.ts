@@ -145,16 +145,23 @@ function edit(value: unknown, path: Path, change: (old: unknown) => unknown): un
     .filter(([, inner]) => inner !== REMOVE));
 }
 
-/** A valid value broken in one place: a field replaced, removed, wrapped in an array, or an unknown field added. */
+/** A valid value broken in one place: a field replaced, removed, wrapped in an array, made a very long array, or an unknown field added. */
 export function brokenValue(valid: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
   return valid.chain((value) => fc.record({
     path: fc.constantFrom(...pathsOf(value)),
-    how: fc.constantFrom('replace', 'remove', 'wrap', 'unknown field'),
+    how: fc.constantFrom('replace', 'remove', 'wrap', 'long array', 'unknown field'),
     replacement: hostileValue,
+    // Longer than any array a route takes, up to the body limit: the same entry many times (built only when used).
+    long: fc.tuple(fc.integer({ min: 1_001, max: 150_000 }), hostileScalar),
     key: fc.oneof(fc.constantFrom(...KEYS), fc.string({ maxLength: 10 })),
-  }).map(({ path, how, replacement, key }) => {
+  }).map(({ path, how, replacement, long, key }) => {
     switch (how) {
       case 'replace': return edit(value, path, () => replacement);
+      case 'long array': {
+        // A long entry (100 KB of text) repeated would only test the body limit: those become 0.
+        const entry = toJson(long[1]).length > 64 ? '0' : toJson(long[1]);
+        return edit(value, path, () => new Raw(`[${Array(long[0]).fill(entry).join(',')}]`));
+      }
       case 'remove': return path.length ? edit(value, path, () => REMOVE) : replacement;
       case 'wrap': return edit(value, path, (old) => [old]);
       default: return edit(value, path, (old) => (old !== null && typeof old === 'object' && !Array.isArray(old)
@@ -173,13 +180,15 @@ const queryValue = (schema: JsonSchema, context: SchemaContext, name: string): f
   validValue(schema, context, name).map(String),
   hostileString.map((text) => percentEncoded(text.slice(0, 2000))),
   nasty('', '%', '%ZZ', '%E0%A4%A', '%00', '99999999999999999999999', '-1', '0', '1.5', '1e3', 'NaN', 'true', 'null', '[]', '2026-13-45',
-    '2026-02-30T00:00:00Z', '0000-01-01', '9999-12-31T23:59:59.999Z', '1970-01-01T00:00:00+25:00', 'AAAA', 'W10', 'WyJjcmVhdGVkX2F0IiwiMjAyNiJd'),
+    '2026-02-30T00:00:00Z', '0000-01-01', '9999-12-31T23:59:59.999Z', '1970-01-01T00:00:00+25:00', 'AAAA', 'W10', 'WyJjcmVhdGVkX2F0IiwiMjAyNiJd',
+    '2020-02-30', '2020-02-31T00:00:00.000Z', '0000-06-01T00:00:00Z', '2026-11-22T24:00:00Z', '10000-01-01T00:00:00Z'),
   cursor,
 );
 
 const cursor = fc.tuple(
   fc.constantFrom('created_at', 'updated_at', 'x', 1, null),
-  fc.oneof(fc.constantFrom('2026-01-01T00:00:00Z', '0000-01-01', '+275760-09-13T00:00:00Z', '-271821-04-20T00:00:00Z', 'yesterday', 0, 8.64e15), fc.string()),
+  fc.oneof(fc.constantFrom('2026-01-01T00:00:00Z', '0000-01-01', '+275760-09-13T00:00:00Z', '-271821-04-20T00:00:00Z', 'yesterday', 0, 8.64e15,
+    '2020-02-31T00:00:00.000Z', '0000-01-01T00:00:00.000Z', '2021-02-29T00:00:00.000Z'), fc.string()),
   fc.oneof(fc.constant(null).map(() => randomUUID()), hostileString, fc.integer()),
 ).map((parts) => Buffer.from(JSON.stringify(parts)).toString('base64url'));
 

@@ -1,4 +1,4 @@
-import { listOf, pageRequest } from '../../framework/pagination.ts';
+import { listOf, nextLink, pageRequest } from '../../framework/pagination.ts';
 import { defineRoute } from '../../framework/route.ts';
 import { listEvents, parseTypes } from './queries.ts';
 import { Event, EventListQuery } from './schema.ts';
@@ -12,7 +12,7 @@ export const eventRoutes = [
       + 'whose change committed late. Event ids are the `webhook-id` of their deliveries.',
     query: EventListQuery,
     success: { status: 200, description: 'A page of events', schema: listOf(Event), list: true },
-    handler: async ({ db, auth, query, ctx }) => {
+    handler: async ({ db, auth, query, ctx, config }) => {
       const page = pageRequest(query);
       const events = await listEvents(db, auth.accountId, { after: query.after, types: parseTypes(query.types) }, page);
       const last = events.at(-1);
@@ -22,7 +22,7 @@ export const eventRoutes = [
       for (const name of ['page', 'size']) params.delete(name);
       params.set('after', last.id);
       params.set('limit', String(page.limit));
-      return { status: 200, body, headers: { Link: `<${ctx.protocol}://${ctx.host}${ctx.path}?${params}>; rel="next"` } };
+      return { status: 200, body, headers: nextLink(ctx, params, config.publicUrl) };
     },
   }),
 ];

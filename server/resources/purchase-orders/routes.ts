@@ -5,7 +5,7 @@ import { readRoutes } from '../../framework/resource-routes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { describeOperation, nextState } from '../../framework/transitions.ts';
-import { moveStock } from '../stock/ledger.ts';
+import { moveStock, OVERFLOW_CONFLICT } from '../stock/ledger.ts';
 import { PURCHASE_ORDER_EVENTS, PURCHASE_ORDER_OPERATIONS, PURCHASE_ORDER_TRANSITIONS, type PurchaseOrderOperation } from './lifecycle.ts';
 import {
   findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, setPurchaseOrderStatus, toPurchaseOrder, type PurchaseOrderRow,
@@ -35,7 +35,8 @@ const transitionRoutes = PURCHASE_ORDER_OPERATIONS.map((operation) => defineRout
   success: { status: 200, description: 'The order in its new status', schema: PurchaseOrder },
   errors: {
     404: 'No such purchase order in this account',
-    409: `Not allowed from the order's current status: the body names \`status\` and \`operation\`. ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)}`,
+    409: `Not allowed from the order's current status: the body names \`status\` and \`operation\`. ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)}`
+      + (operation === 'close' ? ` ${OVERFLOW_CONFLICT}` : ''),
   },
   handler: async ({ db, auth, params }) => ok(await db.transaction(async (trx) => {
     // Locked first: a second transition of this order waits here, then sees the first one's status.

@@ -3,7 +3,7 @@
 // purchase receipts, production and sales fulfilment all call moveStock and nothing else.
 import type { Knex } from 'knex';
 import { recordEvents } from '../../../db/events.ts';
-import { fromMicros, toMicros } from '../../../shared/decimal.ts';
+import { fromMicros, MAX_DECIMAL, MAX_MICROS, microsToText, toMicros } from '../../../shared/decimal.ts';
 import { ConflictError } from '../../framework/errors.ts';
 import type { MovementType, SourceType, StockAdjustedEvent, StockMovement } from './schema.ts';
 import type { Timestamp } from '../../../db/timestamps.ts';
@@ -66,74 +66,89 @@ export interface Shortage {
   requested: number;
 }
 
-/**
- * Moves one level by `quantity`, atomically, and returns the new level (a net change of 0 just reads it); a removal that would go below zero
- * changes nothing and returns the shortage. Additions upsert; removals update only while the result stays at or
- * above zero, so concurrent changes queue on the row lock and none is lost or takes the level negative.
- */
-async function applyChange(trx: Knex.Transaction, accountId: string, change: StockChange): Promise<number | Shortage> {
-  const quantity = String(change.quantity);
-  if (change.quantity >= 0) {
-    const { rows } = await trx.raw<{ rows: Array<{ quantity: number }> }>(
-      `insert into stock_levels (account_id, item_id, location_id, quantity) values (?::uuid, ?::uuid, ?::uuid, ?::numeric)
-       on conflict (account_id, item_id, location_id)
-       do update set quantity = stock_levels.quantity + excluded.quantity, updated_at = now()
-       returning quantity`,
-      [accountId, change.itemId, change.locationId, quantity],
-    );
-    return rows[0]!.quantity;
-  }
-  const [updated] = await trx('stock_levels')
-    .where({ account_id: accountId, item_id: change.itemId, location_id: change.locationId })
-    .whereRaw('quantity + ?::numeric >= 0', [quantity])
-    .update({ quantity: trx.raw('quantity + ?::numeric', [quantity]), updated_at: trx.fn.now() })
-    .returning('quantity');
-  if (updated) return updated.quantity;
+/** A change that would take a level past the largest quantity a level holds. */
+export interface Overflow {
+  itemId: string;
+  locationId: string;
+  quantity: number;
+  added: number;
+  maximum: number;
+}
 
-  const current = await trx('stock_levels')
-    .where({ account_id: accountId, item_id: change.itemId, location_id: change.locationId })
-    .first('quantity');
-  return { itemId: change.itemId, locationId: change.locationId, available: current?.quantity ?? 0, requested: -change.quantity };
+/** How the 409 of a change that would pass the maximum reads, for the routes' documentation. */
+export const OVERFLOW_CONFLICT = `Or a level would pass ${MAX_DECIMAL}, the most a level holds: \`overflows\` names each `
+  + '(`itemId`, `locationId`, `quantity` now, `added`, `maximum`), the first repeated at the top level; nothing was written.';
+
+/** One net change of one level, in exact millionths. */
+interface LevelChange {
+  itemId: string;
+  locationId: string;
+  micros: bigint;
 }
 
 const levelKey = (change: Pick<StockChange, 'itemId' | 'locationId'>) => `${change.itemId}/${change.locationId}`;
 
-/** One level: one statement. */
-async function applyOne(trx: Knex.Transaction, accountId: string, change: StockChange): Promise<Map<string, number>> {
-  const result = await applyChange(trx, accountId, change);
-  if (typeof result !== 'number') throw insufficientStock([result]);
-  return new Map([[levelKey(change), result]]);
+/** What keeps `micros` from being added to a level holding `current`: a shortage, an overflow, or nothing. */
+function refusal(change: LevelChange, current: bigint): Shortage | Overflow | undefined {
+  const after = current + change.micros;
+  const { itemId, locationId } = change;
+  if (after < 0n) return { itemId, locationId, available: fromMicros(current), requested: fromMicros(-change.micros) };
+  if (after > MAX_MICROS) return { itemId, locationId, quantity: fromMicros(current), added: fromMicros(change.micros), maximum: MAX_DECIMAL };
+  return undefined;
+}
+
+/**
+ * One level in one statement, atomically: a removal updates only while the level stays at or above zero, an
+ * addition upserts only while it stays at or below the maximum, so concurrent changes queue on the row lock and
+ * none is lost or takes the level out of range. Refused, nothing changed: the level is read to say why.
+ */
+async function applyOne(trx: Knex.Transaction, accountId: string, change: LevelChange): Promise<Map<string, number>> {
+  const quantity = microsToText(change.micros);
+  const key = { account_id: accountId, item_id: change.itemId, location_id: change.locationId };
+  let applied: Array<{ quantity: number }> = [];
+  if (change.micros < 0n) {
+    applied = await trx('stock_levels').where(key).whereRaw('quantity + ?::numeric >= 0', [quantity])
+      .update({ quantity: trx.raw('quantity + ?::numeric', [quantity]), updated_at: trx.fn.now() })
+      .returning('quantity');
+  } else if (change.micros <= MAX_MICROS) {
+    ({ rows: applied } = await trx.raw<{ rows: Array<{ quantity: number }> }>(
+      `insert into stock_levels (account_id, item_id, location_id, quantity) values (?::uuid, ?::uuid, ?::uuid, ?::numeric)
+       on conflict (account_id, item_id, location_id)
+       do update set quantity = stock_levels.quantity + excluded.quantity, updated_at = now()
+       where stock_levels.quantity + excluded.quantity <= ?::numeric
+       returning quantity`,
+      [accountId, change.itemId, change.locationId, quantity, microsToText(MAX_MICROS)],
+    ));
+  }
+  if (applied[0]) return new Map([[levelKey(change), applied[0].quantity]]);
+  const current: { quantity: string } | undefined = await trx('stock_levels').where(key).first(trx.raw('quantity::text as quantity'));
+  throw refused([refusal(change, toMicros(current?.quantity ?? '0'))!]);
 }
 
 /**
  * Several levels in two statements whatever their number: the first locks every level (creating the missing ones
- * at 0) in the global order, so the shortages are known exactly before anything moves; the second moves them all.
- * Levels created for a removal only exist until the 409 rolls the transaction back.
+ * at 0) in the global order and reads it exactly, so every shortage and overflow is known before anything moves;
+ * the second moves them all. Levels created for a refused change only exist until the 409 rolls it back.
  */
-async function applyMany(trx: Knex.Transaction, accountId: string, changes: StockChange[]): Promise<Map<string, number>> {
-  const levelsJson = (list: StockChange[]) => JSON.stringify(list.map((change) => ({
-    item_id: change.itemId, location_id: change.locationId, quantity: String(change.quantity),
+async function applyMany(trx: Knex.Transaction, accountId: string, changes: LevelChange[]): Promise<Map<string, number>> {
+  const levelsJson = (list: LevelChange[]) => JSON.stringify(list.map((change) => ({
+    item_id: change.itemId, location_id: change.locationId, quantity: microsToText(change.micros),
   })));
-  const { rows: locked } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: number }> }>(
+  const { rows: locked } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: string }> }>(
     `insert into stock_levels (account_id, item_id, location_id, quantity)
      select ?::uuid, c.item_id, c.location_id, 0 from json_to_recordset(?::json) as c(item_id uuid, location_id uuid)
      order by c.item_id, c.location_id
      on conflict (account_id, item_id, location_id) do update set quantity = stock_levels.quantity
-     returning item_id, location_id, quantity`,
+     returning item_id, location_id, quantity::text as quantity`,
     [accountId, levelsJson(changes)],
   );
-  const current = new Map(locked.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row.quantity]));
-  const shortages: Shortage[] = [];
-  for (const change of changes) {
-    const available = current.get(levelKey(change)) ?? 0;
-    if (toMicros(available) + toMicros(change.quantity) < 0n) {
-      shortages.push({ itemId: change.itemId, locationId: change.locationId, available, requested: -change.quantity });
-    }
-  }
-  if (shortages.length) throw insufficientStock(shortages);
+  const current = new Map(locked.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), toMicros(row.quantity)]));
+  const refusals = changes.flatMap((change) => refusal(change, current.get(levelKey(change)) ?? 0n) ?? []);
+  if (refusals.length) throw refused(refusals);
 
-  const moving = changes.filter((change) => change.quantity !== 0);
-  if (moving.length === 0) return current;
+  const levels = new Map([...current].map(([key, micros]) => [key, fromMicros(micros)]));
+  const moving = changes.filter((change) => change.micros !== 0n);
+  if (moving.length === 0) return levels;
   const { rows: moved } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: number }> }>(
     `update stock_levels s set quantity = s.quantity + c.quantity, updated_at = now()
      from json_to_recordset(?::json) as c(item_id uuid, location_id uuid, quantity numeric)
@@ -141,36 +156,46 @@ async function applyMany(trx: Knex.Transaction, accountId: string, changes: Stoc
      returning s.item_id, s.location_id, s.quantity`,
     [levelsJson(moving), accountId],
   );
-  for (const row of moved) current.set(levelKey({ itemId: row.item_id, locationId: row.location_id }), row.quantity);
-  return current;
+  for (const row of moved) levels.set(levelKey({ itemId: row.item_id, locationId: row.location_id }), row.quantity);
+  return levels;
 }
 
-/** One net change per item and location, in one global order (item, then location). */
-function netChanges(changes: StockChange[]): StockChange[] {
-  const net = new Map<string, { change: StockChange; micros: bigint }>();
+/** One net change per item and location, summed exactly, in one global order (item, then location). */
+function netChanges(changes: StockChange[]): LevelChange[] {
+  const net = new Map<string, LevelChange>();
   for (const change of changes) {
     const key = levelKey(change);
     const sum = net.get(key);
     if (sum) sum.micros += toMicros(change.quantity);
-    else net.set(key, { change, micros: toMicros(change.quantity) });
+    else net.set(key, { itemId: change.itemId, locationId: change.locationId, micros: toMicros(change.quantity) });
   }
-  return [...net.values()]
-    .map(({ change, micros }) => ({ ...change, quantity: fromMicros(micros) }))
-    .sort((a, b) => a.itemId.localeCompare(b.itemId) || a.locationId.localeCompare(b.locationId));
-}
-
-function insufficientStock(shortages: Shortage[]): ConflictError {
-  const [first] = shortages;
-  const message = shortages.length === 1
-    ? `Insufficient stock: ${first!.available} on hand, ${first!.requested} needed`
-    : `Insufficient stock for ${shortages.length} items: nothing was changed (see \`shortages\`)`;
-  // The first shortage stays at the top level for callers that change one level at a time.
-  return new ConflictError(message, { ...first, shortages });
+  return [...net.values()].sort((a, b) => a.itemId.localeCompare(b.itemId) || a.locationId.localeCompare(b.locationId));
 }
 
 /**
- * Applies every change or, by throwing one 409 that names every shortage, none (the caller's transaction rolls
- * back). Changes to one item and location are netted first, so several lines of one item are checked against
+ * One 409 naming every refused level: the shortages when there are any (`shortages`, the first repeated at the top
+ * level for callers that change one level at a time), else the levels that would pass the maximum (`overflows`).
+ */
+function refused(refusals: Array<Shortage | Overflow>): ConflictError {
+  const shortages = refusals.filter((entry): entry is Shortage => 'available' in entry);
+  if (shortages.length) {
+    const [first] = shortages;
+    const message = shortages.length === 1
+      ? `Insufficient stock: ${first!.available} on hand, ${first!.requested} needed`
+      : `Insufficient stock for ${shortages.length} items: nothing was changed (see \`shortages\`)`;
+    return new ConflictError(message, { ...first, shortages });
+  }
+  const overflows = refusals as Overflow[];
+  const [first] = overflows;
+  const message = overflows.length === 1
+    ? `A stock level holds at most ${MAX_DECIMAL}: item ${first!.itemId} at location ${first!.locationId} holds ${first!.quantity}, adding ${first!.added} would pass it`
+    : `${overflows.length} stock levels would pass the most a level holds, ${MAX_DECIMAL}: nothing was changed (see \`overflows\`)`;
+  return new ConflictError(message, { ...first, overflows });
+}
+
+/**
+ * Applies every change or, by throwing one 409 that names every shortage (or every level that would pass the
+ * maximum), none (the caller's transaction rolls back). Changes to one item and location are netted first, so several lines of one item are checked against
  * their total. Levels are locked in one global order (item, then location) so that multi-line operations
  * running at once cannot deadlock. Items and locations must already be checked to belong to the account.
  */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { checkReferences } from '../../framework/references.ts';
 import { listRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute } from '../../framework/route.ts';
-import { moveStock, toMovement } from './ledger.ts';
+import { moveStock, OVERFLOW_CONFLICT, toMovement } from './ledger.ts';
 import {
   findAdjustment, findTransfer, insertAdjustment, insertTransfer, listAdjustments, listStockLevels, listStockMovements,
   listTransfers, toAdjustment, toStockLevel, toTransfer,
@@ -13,7 +13,8 @@ import {
 } from './schema.ts';
 
 const tag = 'Stock';
-const insufficient = 'The change would take a stock level below zero; nothing was written. `shortages` lists every level that is short (`itemId`, `locationId`, `available`, `requested`); the first is repeated at the top level.';
+const insufficient = 'The change would take a stock level below zero; nothing was written. `shortages` lists every level that is short (`itemId`, `locationId`, `available`, `requested`); the first is repeated at the top level. '
+  + OVERFLOW_CONFLICT;
 
 const adjustments = readRoutes({
   path: '/stock-adjustments', tag, noun: 'stock adjustment', record: StockAdjustment, query: StockAdjustmentListQuery,

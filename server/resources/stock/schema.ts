@@ -1,4 +1,5 @@
 import { refine } from 'superstruct';
+import { MAX_DECIMAL } from '../../../shared/decimal.ts';
 import { listQuery } from '../../framework/pagination.ts';
 import { decimal, describe, enums, id, named, nullable, object, optional, text, timestamp, type Infer } from '../../framework/schema.ts';
 
@@ -12,7 +13,7 @@ const quantity = (description: string) => decimal({ description });
 export const StockLevel = named('StockLevel', object({
   itemId: id(),
   locationId: id(),
-  quantity: decimal({ sign: 'nonNegative', description: 'On hand; always the sum of the movements of this item at this location.' }),
+  quantity: decimal({ sign: 'nonNegative', description: `On hand; always the sum of the movements of this item at this location, from 0 to ${MAX_DECIMAL} (a change past either end is a 409).` }),
   updatedAt: timestamp(),
 }));
 export type StockLevel = Infer<typeof StockLevel>;

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { encrypt } from '../../../shared/encryption.ts';
 import { generateSecret } from '../../../shared/webhook-secrets.ts';
+import { normaliseUrl } from '../../../shared/webhook-urls.ts';
 import { isUuid } from '../../../shared/guards.ts';
 import { findOwned, listOwned, toColumns, updateOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
 import { fetchPage, type PageRequest } from '../../framework/pagination.ts';
@@ -69,7 +70,7 @@ function normaliseKinds(events: string[]): string[] {
 export async function insertWebhook(db: Knex, accountId: string, key: Buffer, input: { url: string; events: string[] }): Promise<{ row: WebhookRow; secret: string }> {
   const secret = generateSecret();
   const [row] = await db('webhooks')
-    .insert({ account_id: accountId, url: input.url, events: normaliseKinds(input.events), secret_encrypted: encrypt(key, secret) })
+    .insert({ account_id: accountId, url: normaliseUrl(input.url), events: normaliseKinds(input.events), secret_encrypted: encrypt(key, secret) })
     .returning('*');
   return { row, secret };
 }
@@ -80,8 +81,9 @@ export async function updateWebhook(
   id: string,
   patch: { url?: string; events?: string[]; enabled?: boolean },
 ): Promise<WebhookRow | undefined> {
-  const { enabled, events, ...fields } = patch;
+  const { enabled, events, url, ...fields } = patch;
   const values: Record<string, unknown> = toColumns(fields);
+  if (url !== undefined) values.url = normaliseUrl(url);
   if (events !== undefined) values.events = normaliseKinds(events);
   if (enabled === true) Object.assign(values, { enabled: true, disabled_reason: null, failing_since: null });
   // Disabling keeps the reason a subscription already has (`gone`, say).

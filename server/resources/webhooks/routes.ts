@@ -12,7 +12,7 @@ import {
 } from './queries.ts';
 import {
   CreatedWebhook, CreateWebhook, DeliveryListQuery, DeliveryQueued, Redeliver, RotatedSecret, UpdateWebhook, Webhook,
-  WebhookDelivery, WebhookListQuery,
+  WebhookDelivery, WebhookListQuery, withoutSecret,
 } from './schema.ts';
 
 const tag = 'Webhooks';
@@ -25,7 +25,7 @@ const notFound = { 404: 'No such webhook in this account' } as const;
 async function checkUrl({ body, config, resolveHost }: RouteDeps & { body: unknown }): Promise<Resolution<undefined>> {
   const url = (body as { url?: unknown } | null)?.url;
   const problem = typeof url === 'string'
-    ? await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, resolve: resolveHost })
+    ? await webhookUrlProblem(url, { allowInsecure: config.allowInsecureWebhookUrls, ports: config.webhookAllowedPorts, resolve: resolveHost })
     : null;
   return { problems: problem ? [{ path: 'url', message: problem }] : [], resolved: undefined };
 }
@@ -58,7 +58,8 @@ export const webhookRoutes = [
     success: { status: 201, description: 'The subscription, with its signing secret', schema: CreatedWebhook },
     handler: async (input) => {
       const { row, secret } = await insertWebhook(input.db, input.auth.accountId, secretKey(input), input.body);
-      return created({ ...toWebhook(row), secret });
+      const answer = { ...toWebhook(row), secret };
+      return { ...created(answer), replay: withoutSecret(answer) };
     },
   }),
 
@@ -101,10 +102,10 @@ export const webhookRoutes = [
     query: DeliveryListQuery,
     success: { status: 200, description: 'A page of attempts', schema: listOf(WebhookDelivery), list: true },
     errors: notFound,
-    handler: async ({ db, auth, params, query, ctx }) => {
+    handler: async ({ db, auth, params, query, ctx, config }) => {
       const webhook = await requireWebhook(db, auth.accountId, params.id);
       const page = withRememberedStart(ctx, pageRequest(query, { descending: true }));
-      return pageReply(ctx, page, await listDeliveries(db, auth.accountId, webhook.id, query, page), toDelivery);
+      return pageReply(ctx, page, await listDeliveries(db, auth.accountId, webhook.id, query, page), toDelivery, config.publicUrl);
     },
   }),
 
@@ -149,7 +150,7 @@ export const webhookRoutes = [
     handler: async (input) => {
       const rotated = await rotateSecret(input.db, input.auth.accountId, input.params.id ?? '', secretKey(input));
       if (!rotated) throw new NotFoundError('Webhook');
-      return ok(rotated);
+      return { ...ok(rotated), replay: withoutSecret(rotated) };
     },
   }),
 ];

@@ -20,7 +20,7 @@ const events = describe(s.size(array(eventKind), 1, EVENT_TYPES.length + 1), {
 
 // The form of the URL is checked here, with the other fields; whether it may be used (https, a public
 // address) depends on the deployment and on DNS, and is checked by the handler.
-const url = describe(s.refine(text({ min: 1, max: 2048 }), 'url', (value) => urlProblem(value, true) ?? true), {
+const url = describe(s.refine(text({ min: 1, max: 2048 }), 'url', (value) => urlProblem(value, { allowInsecure: true, ports: [] }) ?? true), {
   type: 'string',
   format: 'uri',
   minLength: 1,
@@ -45,12 +45,23 @@ const webhookFields = {
 export const Webhook = named('Webhook', object(webhookFields));
 export type Webhook = Infer<typeof Webhook>;
 
-const secret = describe(text(), {
-  description: 'The signing secret (`whsec_...`), shown only here and by rotate-secret: keep it to verify deliveries.',
-  example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-});
+/** Said in place of the secret when an Idempotency-Key retry replays an answer that showed one. */
+export const SECRET_NOT_REPLAYED = 'The signing secret is shown only in the first answer and is not kept for retries: '
+  + 'if it was lost, POST /webhooks/{id}/rotate-secret makes a new one.';
 
-export const CreatedWebhook = named('CreatedWebhook', object({ ...webhookFields, secret }));
+const secretFields = {
+  secret: nullable(describe(text(), {
+    description: 'The signing secret (`whsec_...`), shown only here and by rotate-secret: keep it to verify deliveries. '
+      + '`null` when this is the replay of an earlier request with the same `Idempotency-Key` (see `notice`).',
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  })),
+  notice: optional(describe(text(), { description: 'On a replay only: why `secret` is null and what to do.', example: SECRET_NOT_REPLAYED })),
+};
+
+/** The answer as it is replayed: the same, but for the secret, which is never kept. */
+export const withoutSecret = <T extends { secret: string | null }>(answer: T) => ({ ...answer, secret: null, notice: SECRET_NOT_REPLAYED });
+
+export const CreatedWebhook = named('CreatedWebhook', object({ ...webhookFields, ...secretFields }));
 
 export const CreateWebhook = named('CreateWebhook', object({ url, events }));
 export type CreateWebhook = Infer<typeof CreateWebhook>;
@@ -66,7 +77,7 @@ export const WebhookListQuery = listQuery({});
 export type WebhookListQuery = Infer<typeof WebhookListQuery>;
 
 export const RotatedSecret = named('RotatedSecret', object({
-  secret,
+  ...secretFields,
   previousSecretExpiresAt: timestamp('Until then every delivery is signed with both the new and the previous secret.'),
 }));
 
