@@ -34,11 +34,10 @@ async function insertEvents(trx: Knex.Transaction, accountId: string, events: Ar
   return rows.map(toStoredEvent);
 }
 
-/** Records the events and enqueues one dispatch (fan-out) job each, in `trx`. */
-export async function recordEvents(trx: Knex.Transaction, accountId: string, events: NewEvent[]): Promise<StoredEvent[]> {
-  if (events.length === 0) return [];
-  const stored = await insertEvents(trx, accountId, events);
-  await addJobs(trx, stored.map((event) => dispatchJob(event.id)));
+/** Records the events and enqueues one dispatch (fan-out) job each, with `alsoEnqueue`, in `trx`. */
+export async function recordEvents(trx: Knex.Transaction, accountId: string, events: NewEvent[], alsoEnqueue: JobSpec[] = []): Promise<StoredEvent[]> {
+  const stored = events.length ? await insertEvents(trx, accountId, events) : [];
+  await addJobs(trx, [...stored.map((event) => dispatchJob(event.id)), ...alsoEnqueue]);
   return stored;
 }
 

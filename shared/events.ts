@@ -18,6 +18,8 @@ export const EVENT_TYPES = [
   'purchase_order.closed',
   'purchase_order.cancelled',
   'production_record.created',
+  'reservation.created',
+  'reservation.released',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

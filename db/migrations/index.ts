@@ -13,6 +13,7 @@ import * as deliveryKinds from './007_delivery_kinds.ts';
 import * as listIndexes from './008_list_indexes.ts';
 import * as deliveryForeignKeys from './009_delivery_foreign_keys.ts';
 import * as levelMaximum from './010_level_maximum.ts';
+import * as reservations from './011_reservations.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '008_list_indexes': listIndexes,
   '009_delivery_foreign_keys': deliveryForeignKeys,
   '010_level_maximum': levelMaximum,
+  '011_reservations': reservations,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ConflictError } from '../../framework/errors.ts';
+import { ConflictError } from '../../../shared/errors.ts';
 import { findOwned, insertOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
@@ -22,6 +22,8 @@ export interface SalesOrderLineRow extends OwnedRow {
   sku: string;
   quantity: number;
   price: number;
+  /** Held for the line by its open reservations, at any location. */
+  quantity_reserved: number;
 }
 
 /** An order with its lines, in position order. */
@@ -30,7 +32,7 @@ export interface SalesOrderWithLines extends SalesOrderRow {
 }
 
 function toLine(row: SalesOrderLineRow): SalesOrderLine {
-  return { id: row.id, itemId: row.item_id, sku: row.sku, quantity: row.quantity, price: row.price };
+  return { id: row.id, itemId: row.item_id, sku: row.sku, quantity: row.quantity, price: row.price, quantityReserved: row.quantity_reserved };
 }
 
 export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
@@ -48,10 +50,13 @@ export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
   };
 }
 
-/** The lines of several orders in one query, attached to their orders. */
+/** The lines of several orders in one query, with what each has reserved, attached to their orders. */
 export function withLines(db: Knex, accountId: string, orders: SalesOrderRow[]): Promise<SalesOrderWithLines[]> {
   return withChildren(orders, 'lines', (ids): Promise<SalesOrderLineRow[]> =>
-    db('sales_order_lines').where({ account_id: accountId }).whereIn('sales_order_id', ids).orderBy(['sales_order_id', 'position']),
+    db('sales_order_lines as l').where('l.account_id', accountId).whereIn('l.sales_order_id', ids)
+      .orderBy([{ column: 'l.sales_order_id' }, { column: 'l.position' }])
+      .select('l.*', db.raw(`coalesce((select sum(r.quantity) from reservations r
+        where r.sales_order_line_id = l.id and r.status = 'open'), 0) as quantity_reserved`)),
   (line) => line.sales_order_id);
 }
 
@@ -145,7 +150,7 @@ export async function insertSalesOrder(trx: Knex.Transaction, accountId: string,
       price: String(line.price),
     })))
     .returning('*');
-  return { ...row, lines: lineRows };
+  return { ...row, lines: lineRows.map((line) => ({ ...line, quantity_reserved: 0 })) };
 }
 
 /** Moves a locked order to `status`. */
@@ -159,5 +164,5 @@ export async function setStatus(
     .where({ account_id: order.account_id, id: order.id })
     .update({ ...values, status, updated_at: trx.fn.now() })
     .returning('*');
-  return { ...row, lines: order.lines };
+  return (await withLines(trx, order.account_id, [row]))[0]!;
 }
