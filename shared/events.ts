@@ -99,10 +99,6 @@ export function jobKeySql<Parts extends unknown[]>(build: (...parts: Parts) => s
     .join(' || ');
 }
 
-export function dispatchJob(eventId: string): JobSpec {
-  return { identifier: DISPATCH_EVENT_TASK, payload: { eventId } satisfies DispatchEventPayload, job_key: dispatchJobKey(eventId) };
-}
-
 /**
  * Seconds to wait after each failed scheduled attempt before the next: 15 attempts in all, the last about 3 days,
  * 3 hours and 43 minutes after the first. Then the event is given up for that subscription.
