@@ -1,6 +1,7 @@
 // Stock: the only writer of stock levels, movements and reservations. Every change of stock, whatever caused it
 // (adjustments, transfers, receipts, production, fulfilment), every reservation made or closed and every change
-// of what is expected goes through changeStock, in the caller's transaction:
+// of what is expected goes through applyStock (or changeStock, which records its events too), in the caller's
+// transaction:
 //
 // 1. the reservations it closes are locked by the caller first (lockReservations), then the levels it touches, in
 //    one global order (item, then location), so that operations running at once cannot deadlock;
@@ -13,7 +14,7 @@
 import type { Knex } from 'knex';
 import { fromMicros, MAX_DECIMAL, MAX_MICROS, microsToText, toMicros } from '../shared/decimal.ts';
 import { ConflictError } from '../shared/errors.ts';
-import type { NewEvent } from '../shared/events.ts';
+import type { JobSpec, NewEvent } from '../shared/events.ts';
 import {
   expiryJob, type LevelSnapshot, type MovementRecord, type MovementType, type ReleaseReason, type ReservationRecord,
   type ReservationStatus, type SourceType,
@@ -297,6 +298,92 @@ async function changeOne(trx: Knex.Transaction, accountId: string, delta: LevelD
   throw refused([why]);
 }
 
+/** The levels as they stand, read exactly (a missing one is all zeros), to say why a change was refused. */
+async function explainRefusals(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<ConflictError> {
+  const rows: Array<{ item_id: string; location_id: string; quantity: string; reserved: string; incoming: string }> = await trx('stock_levels')
+    .where({ account_id: accountId })
+    .whereIn(['item_id', 'location_id'], deltas.map((delta) => [delta.itemId, delta.locationId]))
+    .select('item_id', 'location_id', trx.raw('quantity::text as quantity, reserved::text as reserved, incoming::text as incoming'));
+  const now = new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), stateOf(row)]));
+  const refusals = deltas.flatMap((delta) => refusal(delta, now.get(levelKey(delta)) ?? { quantity: 0n, reserved: 0n, incoming: 0n }) ?? []);
+  if (refusals.length === 0) throw new Error('changeStock: levels refused changes nothing refuses');
+  return refused(refusals);
+}
+
+const deltaColumns = (deltas: LevelDelta[]) => [
+  deltas.map((delta) => delta.itemId), deltas.map((delta) => delta.locationId),
+  deltas.map((delta) => microsToText(delta.quantity)), deltas.map((delta) => microsToText(delta.reserved)),
+  deltas.map((delta) => microsToText(delta.incoming)), deltas.map((delta) => delta.takesAvailable),
+];
+
+/**
+ * A few levels that must all exist already (nothing is added to them: removals, reservations and their release),
+ * in one statement: each changes only if every check holds, in the global order (the deltas come sorted, and for
+ * so few the planner joins them by a nested loop, which locks in that order). A level missing from the answer was
+ * refused: the 409 says why, after reading them.
+ */
+const EXISTING_AT_ONCE = 50;
+
+async function changeExisting(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<Map<string, LevelRow>> {
+  const { rows } = await trx.raw<{ rows: LevelRow[] }>(
+    `update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
+       incoming = greatest(s.incoming + d.di, 0), updated_at = now()
+     from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
+     where s.account_id = ?::uuid and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
+     returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`,
+    [...deltaColumns(deltas), accountId] as Knex.Value[],
+  );
+  if (rows.length < deltas.length) throw await explainRefusals(trx, accountId, deltas);
+  return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row]));
+}
+
+/**
+ * Reservations alone, on levels that exist: the levels and the reservation rows in one statement (a create of a
+ * reserving sales order spends its time in round trips). The rows are inserted only if every level passed.
+ */
+async function reserveExisting(trx: Knex.Transaction, op: StockOperation, deltas: LevelDelta[]): Promise<{ levels: Map<string, LevelRow>; reserved: ReservationRow[] }> {
+  const reserve = op.reserve!;
+  const { rows } = await trx.raw<{ rows: Array<ReservationRow & { level_quantity: number; level_reserved: number; level_incoming: number }> }>(
+    `with lv as (
+       update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
+         incoming = greatest(s.incoming + d.di, 0), updated_at = now()
+       from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
+       where s.account_id = ?::uuid and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
+       returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming
+     ), rs as (
+       insert into reservations (account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
+         reference, expires_at, created_by)
+       select ?::uuid, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference,
+         r.expires_at, ?::uuid
+       from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::text[], ?::uuid[], ?::uuid[], ?::text[], ?::timestamptz[]) with ordinality
+         as r(item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id, reference, expires_at, n)
+       where (select count(*) from lv) = ?
+       order by r.n
+       returning *
+     )
+     select rs.*, lv.quantity as level_quantity, lv.reserved as level_reserved, lv.incoming as level_incoming
+     from rs join lv using (item_id, location_id)`,
+    [
+      ...deltaColumns(deltas), op.accountId, op.accountId, op.userId,
+      reserve.map((r) => r.itemId), reserve.map((r) => r.locationId), reserve.map((r) => String(r.quantity)),
+      reserve.map((r) => r.source.type), reserve.map((r) => (r.source.type === 'sales_order' ? r.source.id : null)),
+      reserve.map((r) => (r.source.type === 'sales_order' ? r.source.lineItemId : null)),
+      reserve.map((r) => r.reference ?? null), reserve.map((r) => r.expiresAt ?? null), deltas.length,
+    ] as Knex.Value[],
+  );
+  if (rows.length < reserve.length) throw await explainRefusals(trx, op.accountId, deltas);
+  // In the order asked for: a sales order's lines, say.
+  const position = (row: ReservationRow) => reserve.findIndex((r) => r.itemId === row.item_id && r.locationId === row.location_id
+    && (r.source.type === 'manual' || r.source.lineItemId === row.sales_order_line_id));
+  rows.sort((a, b) => position(a) - position(b));
+  const levels = new Map<string, LevelRow>();
+  const reserved = rows.map(({ level_quantity: quantity, level_reserved: reservedNow, level_incoming: incoming, ...row }) => {
+    levels.set(levelKey({ itemId: row.item_id, locationId: row.location_id }), { item_id: row.item_id, location_id: row.location_id, quantity, reserved: reservedNow, incoming });
+    return row;
+  });
+  return { levels, reserved };
+}
+
 /**
  * Several levels in two statements whatever their number: the first locks every level (creating the missing ones
  * at 0) in the global order and reads it exactly, so every refusal is known before anything moves; the second
@@ -444,18 +531,23 @@ async function insertMovements(trx: Knex.Transaction, op: StockOperation): Promi
 /**
  * Applies the whole operation or, by throwing one 409 that names every refused level, none of it (the caller's
  * transaction rolls back). Items and locations must already be checked to belong to the account; reservations to
- * close must have been locked with lockReservations. Records `stock.adjusted` for every movement and
- * `reservation.created` / `reservation.released` for every reservation made or closed, each with the level after
- * the whole operation, and schedules the release of reservations that expire.
+ * close must have been locked with lockReservations. Answers, beside what it did, its events (`stock.adjusted` for
+ * every movement, `reservation.created` / `reservation.released` for every reservation made or closed, each with the
+ * level after the whole operation) and the jobs that release reservations when they expire: the caller records
+ * them in its transaction, with its own events (changeStock does it at once).
  */
-export async function changeStock(trx: Knex.Transaction, op: StockOperation): Promise<StockResult> {
+export async function applyStock(trx: Knex.Transaction, op: StockOperation): Promise<StockResult & { events: NewEvent[]; jobs: JobSpec[] }> {
   const deltas = deltasOf(op);
-  const levels = deltas.length === 0 ? new Map<string, LevelRow>()
-    : deltas.length === 1 ? await changeOne(trx, op.accountId, deltas[0]!) : await changeMany(trx, op.accountId, deltas);
+  const existing = deltas.length > 1 && deltas.length <= EXISTING_AT_ONCE && deltas.every((delta) => delta.quantity <= 0n && delta.incoming <= 0n);
+  const reservesOnly = existing && !op.move && !op.close?.length && !op.expect?.length && Boolean(op.reserve?.length);
+  const reservedHere = reservesOnly ? await reserveExisting(trx, op, deltas) : undefined;
+  const levels = reservedHere?.levels ?? (deltas.length === 0 ? new Map<string, LevelRow>()
+    : deltas.length === 1 ? await changeOne(trx, op.accountId, deltas[0]!)
+      : existing ? await changeExisting(trx, op.accountId, deltas) : await changeMany(trx, op.accountId, deltas));
   const level = (itemId: string, locationId: string) => snapshot(levels.get(levelKey({ itemId, locationId }))!);
 
   const movements = (await insertMovements(trx, op)).map((row) => ({ movement: toMovement(row), level: level(row.item_id, row.location_id) }));
-  const reserved = (await insertReservations(trx, op)).map(toReservation);
+  const reserved = (reservedHere?.reserved ?? await insertReservations(trx, op)).map(toReservation);
   const closed = (await closeReservations(trx, op.close ?? [])).map(toReservation);
 
   const events: NewEvent[] = [
@@ -466,9 +558,15 @@ export async function changeStock(trx: Knex.Transaction, op: StockOperation): Pr
       data: { ...reservation, reason: reservation.releaseReason, stockLevel: level(reservation.itemId, reservation.locationId) },
     })),
   ];
-  const expiries = reserved.flatMap((reservation) => (reservation.expiresAt ? [expiryJob(reservation.id, reservation.expiresAt)] : []));
-  await recordEvents(trx, op.accountId, events, expiries);
-  return { movements, reserved, closed, level };
+  const jobs = reserved.flatMap((reservation) => (reservation.expiresAt ? [expiryJob(reservation.id, reservation.expiresAt)] : []));
+  return { movements, reserved, closed, level, events, jobs };
+}
+
+/** applyStock, its events and jobs recorded at once. */
+export async function changeStock(trx: Knex.Transaction, op: StockOperation): Promise<StockResult> {
+  const { events, jobs, ...result } = await applyStock(trx, op);
+  await recordEvents(trx, op.accountId, events, jobs);
+  return result;
 }
 
 /** The one way stock moves (a thin form of changeStock for operations that only move stock). */

@@ -33,7 +33,8 @@ export async function up(knex: Knex): Promise<void> {
     t.text('status').notNullable().defaultTo('open');
     t.text('release_reason');
     t.text('source_type').notNullable();
-    t.uuid('sales_order_id').references('id').inTable('sales_orders').onDelete('RESTRICT');
+    // Checked at commit, like a line's: the order row comes last in its create (see the sales orders' queries).
+    t.uuid('sales_order_id').references('id').inTable('sales_orders').onDelete('RESTRICT').deferrable('deferred');
     t.uuid('sales_order_line_id').references('id').inTable('sales_order_lines').onDelete('RESTRICT');
     t.text('reference');
     t.timestamp('expires_at', { useTz: true, precision: 3 });
@@ -54,6 +55,10 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw("create index reservations_open_level_index on reservations (account_id, item_id, location_id) where status = 'open'");
   await knex.raw("create index reservations_open_line_index on reservations (sales_order_line_id) where status = 'open'");
 
+  // A create writes its lines (and reservations) first and its order row last, so that the account's order counter,
+  // bumped with the order row, stays locked only from there to the commit: the lines' key is checked at commit.
+  await knex.raw('alter table sales_order_lines alter constraint sales_order_lines_sales_order_id_foreign deferrable initially deferred');
+
   await knex.schema.alterTable('stock_adjustments', (t) => {
     t.decimal('reserved_after', ...DECIMAL).notNullable().defaultTo(0);
     t.decimal('incoming_after', ...DECIMAL).notNullable().defaultTo(0);
@@ -71,6 +76,7 @@ export async function down(knex: Knex): Promise<void> {
     t.dropColumns('from_reserved_after', 'from_incoming_after', 'to_reserved_after', 'to_incoming_after');
   });
   await knex.schema.alterTable('stock_adjustments', (t) => t.dropColumns('reserved_after', 'incoming_after'));
+  await knex.raw('alter table sales_order_lines alter constraint sales_order_lines_sales_order_id_foreign not deferrable');
   await knex.schema.dropTableIfExists('reservations');
   await knex.raw('drop index if exists stock_levels_oversold_index');
   await knex.schema.alterTable('stock_levels', (t) => t.dropColumns('reserved', 'incoming'));

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { ConflictError } from '../../../shared/errors.ts';
-import { findOwned, insertOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
+import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
 import type { SalesOrderStatus } from './lifecycle.ts';
@@ -74,17 +74,6 @@ export async function listSalesOrders(db: Knex, accountId: string, filters: Sale
   return withLines(db, accountId, rows);
 }
 
-/** The next value of the account's counter `name`, starting at 1; the row stays locked until the transaction ends. */
-async function nextCounterValue(trx: Knex.Transaction, accountId: string, name: string): Promise<number> {
-  const { rows } = await trx.raw<{ rows: Array<{ value: number }> }>(
-    `insert into account_counters (account_id, name, value) values (?::uuid, ?, 1)
-     on conflict (account_id, name) do update set value = account_counters.value + 1, updated_at = now()
-     returning value`,
-    [accountId, name],
-  );
-  return rows[0]!.value;
-}
-
 export interface NewSalesOrder {
   customerId: string;
   /** Absent: the next `SO-` number of the account. */
@@ -116,33 +105,55 @@ async function duplicate(trx: Knex.Transaction, accountId: string, order: NewSal
 }
 
 /**
- * Inserts the order with the next free `SO-` number when it has none. Both unique keys are checked by the insert
- * itself (`on conflict do nothing`: a racing identical create waits for the first to commit, then inserts nothing),
- * so a duplicate is a 409 naming the existing order and never a database error inside the transaction. A
- * generated number that a caller already used explicitly is skipped.
+ * Inserts the order. Both unique keys are checked by the insert itself (`on conflict do nothing`: a racing identical
+ * create waits for the first to commit, then inserts nothing), so a duplicate is a 409 naming the existing order
+ * and never a database error inside the transaction. Without a number of the caller's, the account's counter is
+ * bumped in the same statement, `SO-000042` from 42: its row stays locked until the commit, so that concurrent
+ * creates take consecutive numbers and a rolled-back create gives its number back. A generated number a caller
+ * already used explicitly is skipped.
  */
-async function insertOrderRow(trx: Knex.Transaction, accountId: string, order: NewSalesOrder): Promise<SalesOrderRow> {
+async function insertOrderRow(trx: Knex.Transaction, accountId: string, id: string, order: NewSalesOrder): Promise<SalesOrderRow> {
   for (;;) {
-    const number = order.salesOrderNumber ?? `SO-${String(await nextCounterValue(trx, accountId, 'sales_order')).padStart(6, '0')}`;
-    const row = await insertOwned<SalesOrderRow>(trx, 'sales_orders', accountId, {
-      sales_order_number: number,
-      integration_source_id: order.integrationSourceId ?? null,
-      customer_id: order.customerId,
-      total: String(order.total),
-    }, []);
-    if (row) return row;
-    const conflict = await duplicate(trx, accountId, order, number);
+    const { rows: [row] } = await trx.raw<{ rows: Array<SalesOrderRow & { tried: string }> }>(
+      `with bumped as (
+         insert into account_counters as c (account_id, name, value) select ?::uuid, 'sales_order', 1 where ?::text is null
+         on conflict (account_id, name) do update set value = c.value + 1, updated_at = now()
+         returning value
+       ), n as (
+         select ?::text as given where ?::text is not null
+         union all
+         select 'SO-' || case when value >= 1000000 then value::text else lpad(value::text, 6, '0') end from bumped
+       ), o as (
+         insert into sales_orders (id, account_id, sales_order_number, integration_source_id, customer_id, total)
+         select ?::uuid, ?::uuid, n.given, ?, ?::uuid, ?::numeric from n
+         on conflict do nothing
+         returning *
+       )
+       select o.*, n.given as tried from n left join o on true`,
+      [accountId, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null,
+        id, accountId, order.integrationSourceId ?? null, order.customerId, String(order.total)],
+    );
+    if (row?.id) {
+      const { tried: _tried, ...inserted } = row;
+      return inserted;
+    }
+    const conflict = await duplicate(trx, accountId, order, row!.tried);
     if (conflict) throw conflict;
     if (order.salesOrderNumber) throw new ConflictError('The sales order conflicted with a concurrent change; retry it');
   }
 }
 
-export async function insertSalesOrder(trx: Knex.Transaction, accountId: string, order: NewSalesOrder, lines: NewLine[]): Promise<SalesOrderWithLines> {
-  const row = await insertOrderRow(trx, accountId, order);
+/**
+ * An order in two steps: its lines first, under an id of its own, then (after whatever else the create does with
+ * them, such as reserving) its row, which takes the account's order counter. The counter's row stays locked from
+ * then to the commit, and every create of the account queues on it: taken last, it is held for a statement or two
+ * rather than for the whole create. The lines' key to their order is checked at commit.
+ */
+export async function insertLines(trx: Knex.Transaction, accountId: string, orderId: string, lines: NewLine[]): Promise<SalesOrderLineRow[]> {
   const lineRows: SalesOrderLineRow[] = await trx('sales_order_lines')
     .insert(lines.map((line, position) => ({
       account_id: accountId,
-      sales_order_id: row.id,
+      sales_order_id: orderId,
       position,
       item_id: line.itemId,
       sku: line.sku,
@@ -150,7 +161,11 @@ export async function insertSalesOrder(trx: Knex.Transaction, accountId: string,
       price: String(line.price),
     })))
     .returning('*');
-  return { ...row, lines: lineRows.map((line) => ({ ...line, quantity_reserved: 0 })) };
+  return lineRows.map((line) => ({ ...line, quantity_reserved: 0 }));
+}
+
+export async function insertOrder(trx: Knex.Transaction, accountId: string, orderId: string, order: NewSalesOrder, lines: SalesOrderLineRow[]): Promise<SalesOrderWithLines> {
+  return { ...await insertOrderRow(trx, accountId, orderId, order), lines };
 }
 
 /** Moves a locked order to `status`. */

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
-import { recordEvent } from '../../../db/events.ts';
+import { recordEvent, recordEvents } from '../../../db/events.ts';
 import { ORDER_TOTAL_TOO_LARGE, orderTotal } from '../../../shared/decimal.ts';
 import { lockOwned } from '../../framework/crud.ts';
 import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
@@ -8,12 +9,12 @@ import { checkReferences } from '../../framework/references.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { describeOperation, nextState } from '../../framework/transitions.ts';
-import { changeStock, lockReservations, SHORTAGE_CONFLICT, type NewReservation } from '../../../db/stock.ts';
+import { applyStock, changeStock, lockReservations, SHORTAGE_CONFLICT, type NewReservation } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { SALES_ORDER_EVENTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
 import { orderLines, resolveSalesOrder, type OrderItems } from './lines.ts';
 import {
-  findSalesOrder, insertSalesOrder, listSalesOrders, setStatus, toSalesOrder, withLines, type SalesOrderRow, type SalesOrderWithLines,
+  findSalesOrder, insertLines, insertOrder, listSalesOrders, setStatus, toSalesOrder, withLines, type SalesOrderRow, type SalesOrderWithLines,
 } from './queries.ts';
 import { CreateSalesOrder, FulfillSalesOrder, ReserveSalesOrder, SalesOrder, SalesOrderListQuery } from './schema.ts';
 
@@ -21,7 +22,7 @@ const tag = 'Sales orders';
 const illegalMove = 'The order is not in a status this operation applies to; the body names its `status` and the `operation`.';
 
 /** What each line has not reserved yet, reserved at `locationId`. */
-function unreserved(order: SalesOrderWithLines, locationId: string): NewReservation[] {
+function unreserved(order: Pick<SalesOrderWithLines, 'id' | 'lines'>, locationId: string): NewReservation[] {
   return order.lines.flatMap((line) => {
     const remainder = toMicros(line.quantity) - toMicros(line.quantity_reserved);
     return remainder > 0n
@@ -52,15 +53,16 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
     const total = orderTotal(lines);
     if (total === undefined) throw ValidationError.of('lineItems' in body ? 'lineItems' : 'items', ORDER_TOTAL_TOO_LARGE);
     return created(await db.transaction(async (trx) => {
-      let order = await insertSalesOrder(trx, auth.accountId, {
+      // Everything but the order row first: it takes the account's order counter, which every create waits for.
+      const id = randomUUID();
+      const lineRows = await insertLines(trx, auth.accountId, id, lines);
+      const reserving = body.locationId
+        ? await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved({ id, lines: lineRows }, body.locationId) })
+        : undefined;
+      const record = toSalesOrder(await insertOrder(trx, auth.accountId, id, {
         customerId: body.customerId, salesOrderNumber: body.salesOrderNumber, integrationSourceId: body.integrationSourceId, total,
-      }, lines);
-      if (body.locationId) {
-        await changeStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved(order, body.locationId) });
-        order = { ...order, lines: order.lines.map((line) => ({ ...line, quantity_reserved: line.quantity })) };
-      }
-      const record = toSalesOrder(order);
-      await recordEvent(trx, auth.accountId, { type: 'sales_order.created', data: record });
+      }, reserving ? lineRows.map((line) => ({ ...line, quantity_reserved: line.quantity })) : lineRows));
+      await recordEvents(trx, auth.accountId, [...reserving?.events ?? [], { type: 'sales_order.created', data: record }], reserving?.jobs);
       return record;
     }));
   },
