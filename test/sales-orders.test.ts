@@ -356,6 +356,9 @@ test('one event per change, carrying the order as the API returns it; none when 
   const fulfilled = (await s.api.post(`/sales-orders/${a.id}/fulfill`, { locationId: s.mainId })).body;
   const cancelled = (await s.api.post(`/sales-orders/${b.id}/cancel`)).body;
   t.deepEqual(await eventsOf(s.accountId, 'sales_order.created'), [a, b]);
+  // Byte for byte, keys in the API's order: the order's statement filled in its number and timestamps.
+  const stored = await h.db('events').where({ account_id: s.accountId, type: 'sales_order.created' }).orderBy('seq').select(h.db.raw('data::text as text'));
+  t.deepEqual(stored.map((row) => row.text), [JSON.stringify(a), JSON.stringify(b)]);
   t.deepEqual(await eventsOf(s.accountId, 'sales_order.fulfilled'), [fulfilled]);
   t.deepEqual(await eventsOf(s.accountId, 'sales_order.cancelled'), [cancelled]);
   const counts = await footprint(s.accountId);

@@ -1,5 +1,8 @@
 import type { Knex } from 'knex';
+import { recordEvents } from '../../../db/events.ts';
+import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { ConflictError } from '../../../shared/errors.ts';
+import type { JobSpec, NewEvent } from '../../../shared/events.ts';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
@@ -105,14 +108,23 @@ async function duplicate(trx: Knex.Transaction, accountId: string, order: NewSal
 }
 
 /**
+ * What the order's own statement decides, in the order the record has them. Its recorded event holds a blank for
+ * each (a string no caller can send: the order's id is new), which that statement replaces in the stored text, so
+ * that the event keeps the record's key order.
+ */
+const DECIDED = ['salesOrderNumber', 'createdAt', 'updatedAt'] as const;
+const blank = (orderId: string, field: (typeof DECIDED)[number]): string => `${orderId}:${field}`;
+
+/**
  * Inserts the order. Both unique keys are checked by the insert itself (`on conflict do nothing`: a racing identical
  * create waits for the first to commit, then inserts nothing), so a duplicate is a 409 naming the existing order
  * and never a database error inside the transaction. Without a number of the caller's, the account's counter is
  * bumped in the same statement, `SO-000042` from 42: its row stays locked until the commit, so that concurrent
  * creates take consecutive numbers and a rolled-back create gives its number back. A generated number a caller
- * already used explicitly is skipped.
+ * already used explicitly is skipped. The same statement fills in the order's recorded `sales_order.created` event
+ * (DECIDED), so that nothing but the commit follows the counter.
  */
-async function insertOrderRow(trx: Knex.Transaction, accountId: string, id: string, order: NewSalesOrder): Promise<SalesOrderRow> {
+async function insertOrderRow(trx: Knex.Transaction, accountId: string, id: string, order: NewSalesOrder, eventId: string): Promise<SalesOrderRow> {
   for (;;) {
     const { rows: [row] } = await trx.raw<{ rows: Array<SalesOrderRow & { tried: string }> }>(
       `with bumped as (
@@ -128,10 +140,16 @@ async function insertOrderRow(trx: Knex.Transaction, accountId: string, id: stri
          select ?::uuid, ?::uuid, n.given, ?, ?::uuid, ?::numeric from n
          on conflict do nothing
          returning *
+       ), event as (
+         update events e set data = replace(replace(replace(e.data::text,
+           ?, to_json(o.sales_order_number)::text),
+           ?, to_json(${isoTimestampSql('o.created_at')})::text),
+           ?, to_json(${isoTimestampSql('o.updated_at')})::text)::json
+         from o where e.id = ?::uuid
        )
        select o.*, n.given as tried from n left join o on true`,
       [accountId, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null,
-        id, accountId, order.integrationSourceId ?? null, order.customerId, String(order.total)],
+        id, accountId, order.integrationSourceId ?? null, order.customerId, String(order.total), ...DECIDED.map((field) => JSON.stringify(blank(id, field))), eventId],
     );
     if (row?.id) {
       const { tried: _tried, ...inserted } = row;
@@ -145,9 +163,9 @@ async function insertOrderRow(trx: Knex.Transaction, accountId: string, id: stri
 
 /**
  * An order in two steps: its lines first, under an id of its own, then (after whatever else the create does with
- * them, such as reserving) its row, which takes the account's order counter. The counter's row stays locked from
- * then to the commit, and every create of the account queues on it: taken last, it is held for a statement or two
- * rather than for the whole create. The lines' key to their order is checked at commit.
+ * them, such as reserving) its event and its row, which takes the account's order counter. The counter's row stays
+ * locked from then to the commit, and every create of the account queues on it: taken last, it is held for one
+ * statement rather than for the whole create. The lines' key to their order is checked at commit.
  */
 export async function insertLines(trx: Knex.Transaction, accountId: string, orderId: string, lines: NewLine[]): Promise<SalesOrderLineRow[]> {
   const lineRows: SalesOrderLineRow[] = await trx('sales_order_lines')
@@ -164,8 +182,22 @@ export async function insertLines(trx: Knex.Transaction, accountId: string, orde
   return lineRows.map((line) => ({ ...line, quantity_reserved: 0 }));
 }
 
-export async function insertOrder(trx: Knex.Transaction, accountId: string, orderId: string, order: NewSalesOrder, lines: SalesOrderLineRow[]): Promise<SalesOrderWithLines> {
-  return { ...await insertOrderRow(trx, accountId, orderId, order), lines };
+/** The order's row and its `sales_order.created` event, recorded with `also` (the events and jobs of what the create did). */
+export async function insertOrder(
+  trx: Knex.Transaction,
+  accountId: string,
+  orderId: string,
+  order: NewSalesOrder,
+  lines: SalesOrderLineRow[],
+  also: { events: NewEvent[]; jobs: JobSpec[] } = { events: [], jobs: [] },
+): Promise<SalesOrderWithLines> {
+  const draft = toSalesOrder({
+    id: orderId, account_id: accountId, sales_order_number: blank(orderId, 'salesOrderNumber'), integration_source_id: order.integrationSourceId ?? null,
+    customer_id: order.customerId, status: 'open', total: order.total, fulfilled_location_id: null,
+    created_at: blank(orderId, 'createdAt'), updated_at: blank(orderId, 'updatedAt'), lines,
+  });
+  const [event] = await recordEvents(trx, accountId, [{ type: 'sales_order.created', data: draft }, ...also.events], also.jobs);
+  return { ...await insertOrderRow(trx, accountId, orderId, order, event!.id), lines };
 }
 
 /** Moves a locked order to `status`. */

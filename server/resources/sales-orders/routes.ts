@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
-import { recordEvent, recordEvents } from '../../../db/events.ts';
+import { recordEvent } from '../../../db/events.ts';
 import { ORDER_TOTAL_TOO_LARGE, orderTotal } from '../../../shared/decimal.ts';
 import { lockOwned } from '../../framework/crud.ts';
 import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
@@ -53,17 +53,14 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
     const total = orderTotal(lines);
     if (total === undefined) throw ValidationError.of('lineItems' in body ? 'lineItems' : 'items', ORDER_TOTAL_TOO_LARGE);
     return created(await db.transaction(async (trx) => {
-      // Everything but the order row first: it takes the account's order counter, which every create waits for.
       const id = randomUUID();
       const lineRows = await insertLines(trx, auth.accountId, id, lines);
       const reserving = body.locationId
         ? await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved({ id, lines: lineRows }, body.locationId) })
         : undefined;
-      const record = toSalesOrder(await insertOrder(trx, auth.accountId, id, {
+      return toSalesOrder(await insertOrder(trx, auth.accountId, id, {
         customerId: body.customerId, salesOrderNumber: body.salesOrderNumber, integrationSourceId: body.integrationSourceId, total,
-      }, reserving ? lineRows.map((line) => ({ ...line, quantity_reserved: line.quantity })) : lineRows));
-      await recordEvents(trx, auth.accountId, [...reserving?.events ?? [], { type: 'sales_order.created', data: record }], reserving?.jobs);
-      return record;
+      }, reserving ? lineRows.map((line) => ({ ...line, quantity_reserved: line.quantity })) : lineRows, reserving));
     }));
   },
 });
