@@ -1,6 +1,6 @@
 // Realistic data for `npm run bench`, written with set-based SQL (generate_series): one account with 100,000
 // items, 50 locations, 1,000,000 stock movements and the levels they add up to, 100,000 sales orders with their
-// lines, confirmed purchase orders for the close scenario, and webhook subscriptions.
+// lines, confirmed purchase orders for the close scenario (counted in the levels' `incoming`), and webhook subscriptions.
 import type { Knex } from 'knex';
 import { createAccount, createApiKey } from '../db/accounts.ts';
 import { encrypt } from '../shared/encryption.ts';
@@ -107,6 +107,11 @@ async function seedRows(db: Knex, accountId: string, userId: string, sizes: Seed
   await db.raw(`update purchase_orders o set total = l.total
     from (select purchase_order_id, sum(quantity * unit_cost) as total from purchase_order_lines group by purchase_order_id) l
     where o.id = l.purchase_order_id and o.account_id = ?`, [accountId]);
+  // Confirmed orders are expected: their lines count in `incoming` where they will arrive.
+  await run(`insert into stock_levels (account_id, item_id, location_id, incoming)
+    select ?, l.item_id, o.location_id, sum(l.quantity) from purchase_orders o join purchase_order_lines l on l.purchase_order_id = o.id
+    where o.account_id = ? group by l.item_id, o.location_id
+    on conflict (account_id, item_id, location_id) do update set incoming = excluded.incoming`, [accountId]);
 
   for (const url of webhookUrls) {
     await db('webhooks').insert({ account_id: accountId, url, events: ['*'], secret_encrypted: encrypt(secretKey, generateSecret()) });

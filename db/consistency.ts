@@ -2,6 +2,9 @@
 //
 // - Stock: every level equals the sum of its movements (and a movement never exists without its level), and no
 //   level is negative.
+// - Reservations: every level's `reserved` equals the sum of its open reservations; no open reservation is more than
+//   a minute past its expiry without the job that releases it, or held for an order that is no longer open.
+// - Incoming: every level's `incoming` equals what the confirmed and on-hold purchase orders still bring there.
 // - Fan-out: every event has a dispatch row for each enabled subscription that wanted its kind and was last
 //   created or changed before the event, unless its fan-out job is still pending. (A subscription changed after
 //   the event cannot tell what it wanted then; it is left out.)
@@ -21,6 +24,7 @@
 import {
   DELIVER_WEBHOOK_TASK, deliveryJobKey, DISPATCH_EVENT_TASK, dispatchJobKey, jobKeySql, PING_EVENT, RETRY_DELAYS_S,
 } from '../shared/events.ts';
+import { expiryJobKey } from '../shared/stock.ts';
 import type { Knex } from 'knex';
 
 export interface ConsistencyReport {
@@ -64,6 +68,48 @@ export async function checkConsistency(db: Knex): Promise<ConsistencyReport> {
     problems.push(`stock level of item ${row.item_id} at location ${row.location_id} (account ${row.account_id}) is negative: ${row.quantity}`);
   }
   checked.push(`stock: ${levels} levels in ${accounts} accounts equal the sum of their movements and are not negative`);
+
+  const reservations = await count(db, "select count(*) as n from reservations where status = 'open'");
+  const misreserved = await rows(db, `
+    with held as (
+      select account_id, item_id, location_id, sum(quantity) as held from reservations where status = 'open' group by 1, 2, 3
+    )
+    select coalesce(l.account_id, h.account_id) as account_id, coalesce(l.item_id, h.item_id) as item_id,
+           coalesce(l.location_id, h.location_id) as location_id, l.reserved, coalesce(h.held, 0) as held
+    from stock_levels l
+    full join held h on h.account_id = l.account_id and h.item_id = l.item_id and h.location_id = l.location_id
+    where coalesce(l.reserved, 0) is distinct from coalesce(h.held, 0) or l.reserved is null`);
+  for (const row of misreserved) {
+    problems.push(`stock level of item ${row.item_id} at location ${row.location_id} (account ${row.account_id}) has ` +
+      `${row.reserved ?? 'no level, so nothing'} reserved, its open reservations hold ${row.held}`);
+  }
+  const overdue = await rows(db, `
+    select r.id, r.expires_at from reservations r
+    where r.status = 'open' and r.expires_at < now() - interval '1 minute'
+      and not exists (select 1 from graphile_worker.jobs j where j.key = ${jobKeySql(expiryJobKey, 'r.id')})`);
+  for (const row of overdue) problems.push(`reservation ${row.id} expired at ${row.expires_at} and is still open, with no job to release it`);
+  const orphaned = await rows(db, `
+    select r.id, o.id as order_id, o.status from reservations r join sales_orders o on o.id = r.sales_order_id
+    where r.status = 'open' and o.status <> 'open'`);
+  for (const row of orphaned) problems.push(`reservation ${row.id} is open for sales order ${row.order_id}, which is ${row.status}`);
+  checked.push(`reservations: ${reservations} open; every level's reserved is the sum of its open reservations, none overdue or held for a closed order`);
+
+  const expecting = await rows(db, `
+    with expected as (
+      select o.account_id, l.item_id, o.location_id, sum(l.quantity) as expected
+      from purchase_orders o join purchase_order_lines l on l.purchase_order_id = o.id
+      where o.status in ('confirmed', 'on_hold') group by 1, 2, 3
+    )
+    select coalesce(l.account_id, e.account_id) as account_id, coalesce(l.item_id, e.item_id) as item_id,
+           coalesce(l.location_id, e.location_id) as location_id, l.incoming, coalesce(e.expected, 0) as expected
+    from stock_levels l
+    full join expected e on e.account_id = l.account_id and e.item_id = l.item_id and e.location_id = l.location_id
+    where coalesce(l.incoming, 0) is distinct from least(coalesce(e.expected, 0), 999999999.999999)`);
+  for (const row of expecting) {
+    problems.push(`stock level of item ${row.item_id} at location ${row.location_id} (account ${row.account_id}) has ` +
+      `${row.incoming ?? 'no level, so nothing'} incoming, its confirmed and on-hold purchase orders bring ${row.expected}`);
+  }
+  checked.push('incoming: every level\'s incoming is what its confirmed and on-hold purchase orders still bring');
 
   const events = await count(db, 'select count(*) as n from events where type <> ?', [PING_EVENT]);
   const undispatched = await rows(db, `

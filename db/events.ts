@@ -1,7 +1,9 @@
 // Events are recorded in the transaction of the change that caused them, with the job that takes each onward:
 // a committed change always yields its events and jobs; a rolled-back one never does.
 import type { Knex } from 'knex';
-import { deliveryJob, dispatchJob, PING_EVENT, type JobSpec, type NewEvent, type StoredEvent } from '../shared/events.ts';
+import {
+  deliveryJob, DISPATCH_EVENT_TASK, dispatchJobKey, jobKeySql, PING_EVENT, type JobSpec, type NewEvent, type StoredEvent,
+} from '../shared/events.ts';
 import type { Timestamp } from './timestamps.ts';
 
 /**
@@ -34,12 +36,33 @@ async function insertEvents(trx: Knex.Transaction, accountId: string, events: Ar
   return rows.map(toStoredEvent);
 }
 
-/** Records the events and enqueues one dispatch (fan-out) job each, in `trx`. */
-export async function recordEvents(trx: Knex.Transaction, accountId: string, events: NewEvent[]): Promise<StoredEvent[]> {
-  if (events.length === 0) return [];
-  const stored = await insertEvents(trx, accountId, events);
-  await addJobs(trx, stored.map((event) => dispatchJob(event.id)));
-  return stored;
+/**
+ * Records the events and enqueues one dispatch (fan-out) job each, with `alsoEnqueue`, in `trx`: one statement,
+ * whatever their number (every write ends with it).
+ */
+export async function recordEvents(trx: Knex.Transaction, accountId: string, events: NewEvent[], alsoEnqueue: JobSpec[] = []): Promise<StoredEvent[]> {
+  if (events.length === 0) {
+    await addJobs(trx, alsoEnqueue);
+    return [];
+  }
+  const { rows } = await trx.raw<{ rows: EventRow[] }>(
+    `with e as (
+       insert into events (account_id, type, data)
+       select ?::uuid, x.type, x.data from unnest(?::text[], ?::json[]) with ordinality as x(type, data, n) order by x.n
+       returning id, type, data, created_at, seq
+     ), j as (
+       select count(*) from graphile_worker.add_jobs(array(
+         -- Each event's fan-out job: DispatchEventPayload, keyed by dispatchJobKey.
+         select json_populate_record(null::graphile_worker.job_spec,
+           json_build_object('identifier', ?::text, 'payload', json_build_object('eventId', e.id), 'job_key', ${jobKeySql(dispatchJobKey, 'e.id')}))
+         from e
+         union all
+         select json_populate_recordset(null::graphile_worker.job_spec, ?::json)))
+     )
+     select e.id, e.type, e.data, e.created_at from e, j order by e.seq`,
+    [accountId, events.map((event) => event.type), events.map((event) => JSON.stringify(event.data)), DISPATCH_EVENT_TASK, JSON.stringify(alsoEnqueue)],
+  );
+  return rows.map(toStoredEvent);
 }
 
 export async function recordEvent(trx: Knex.Transaction, accountId: string, event: NewEvent): Promise<StoredEvent> {

@@ -18,6 +18,9 @@ export function isoTimestamp(text: string): Timestamp {
   return parsed instanceof Date && !Number.isNaN(parsed.getTime()) ? parsed.toISOString() : text;
 }
 
+/** isoTimestamp in SQL, over a timestamptz expression: for JSON a statement builds itself. */
+export const isoTimestampSql = (expression: string): string => `to_char(${expression} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 /** The type parsers of our connections: pg's own, but timestamptz as an ISO string. */
 export const connectionTypes = {
   getTypeParser(oid: number, format?: string) {

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
+import { EXPIRE_RESERVATION_TASK } from '../shared/stock.ts';
 import type { Logger } from '../shared/logger.ts';
 import { toWorkerLogger } from '../shared/worker-logger.ts';
 import { guardedLookup, systemResolve, type ResolveHost } from '../shared/webhook-urls.ts';
@@ -15,6 +16,7 @@ import { createOriginSlots } from './origin-slots.ts';
 import { makeDeliverWebhook } from './webhooks__deliver.ts';
 import { pruneDeliveryLog } from './delivery_log__prune.ts';
 import { pruneIdempotencyKeys } from './idempotency_keys__prune.ts';
+import { makeExpireReservation } from './reservations__expire.ts';
 
 export interface Worker {
   /** Stops taking jobs and waits for the running ones; unfinished jobs are released for another worker. */
@@ -85,6 +87,7 @@ export async function startWorker(config: Config, connectionString: string, logg
     taskList: {
       [DISPATCH_EVENT_TASK]: makeDispatchEvent(db, deliveries, config.webhookTimeoutMs),
       [DELIVER_WEBHOOK_TASK]: makeDeliverWebhook(db, deliveries, config.webhookTimeoutMs),
+      [EXPIRE_RESERVATION_TASK]: makeExpireReservation(db),
       ...Object.fromEntries(prunes.map((prune) => [prune.task, prune.run])),
     },
     // Given inline, so graphile-worker never looks for a ./crontab file.

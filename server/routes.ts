@@ -6,6 +6,7 @@ import { eventRoutes } from './resources/events/routes.ts';
 import { locationRoutes } from './resources/locations/routes.ts';
 import { productionRecordRoutes } from './resources/production-records/routes.ts';
 import { purchaseOrderRoutes } from './resources/purchase-orders/routes.ts';
+import { reservationRoutes } from './resources/reservations/routes.ts';
 import { salesOrderRoutes } from './resources/sales-orders/routes.ts';
 import { stockRoutes } from './resources/stock/routes.ts';
 import { webhookRoutes } from './resources/webhooks/routes.ts';
@@ -18,6 +19,7 @@ export const apiRoutes: AnyRoute[] = [
   ...locationRoutes,
   ...customerRoutes,
   ...stockRoutes,
+  ...reservationRoutes,
   ...salesOrderRoutes,
   ...purchaseOrderRoutes,
   ...productionRecordRoutes,
@@ -30,7 +32,8 @@ export const apiTags: Record<string, string> = {
   Items: 'Inventory items (also under `/inventory-items`): what you stock, with its SKU, prices and unit',
   Locations: 'Places that hold stock: warehouses, shops, bins',
   Customers: 'Who sales orders are for',
-  Stock: 'Stock levels, the ledger of movements, adjustments and transfers',
+  Stock: 'Stock levels (on hand, reserved, available, incoming), the ledger of movements, adjustments and transfers',
+  Reservations: 'Stock held for sales orders and by hand: counted in `reserved`, no longer `available`',
   'Sales orders': 'Orders from customers: created in either shape, fulfilled from a location or cancelled',
   'Purchase orders': 'Orders to suppliers: confirmed, held, closed (received into stock) or cancelled',
   'Production records': 'Making items from components at one location',

@@ -18,6 +18,8 @@ export const EVENT_TYPES = [
   'purchase_order.closed',
   'purchase_order.cancelled',
   'production_record.created',
+  'reservation.created',
+  'reservation.released',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -95,10 +97,6 @@ export function jobKeySql<Parts extends unknown[]>(build: (...parts: Parts) => s
     .map((piece, index) => (index % 2 ? `${columns[Number(piece)]}::text` : piece && `'${piece.replaceAll("'", "''")}'`))
     .filter(Boolean)
     .join(' || ');
-}
-
-export function dispatchJob(eventId: string): JobSpec {
-  return { identifier: DISPATCH_EVENT_TASK, payload: { eventId } satisfies DispatchEventPayload, job_key: dispatchJobKey(eventId) };
 }
 
 /**

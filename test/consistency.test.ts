@@ -1,11 +1,10 @@
 // `npm run check:consistency`: passes on data the API and the worker wrote, and names every kind of damage.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import test from 'ava';
 import nock from 'nock';
 import { startWorker, type Worker } from '../jobs/worker.ts';
 import { createLogger } from '../shared/logger.ts';
 import type { ResolveHost } from '../shared/webhook-urls.ts';
+import { runConsistencyCheck } from './helpers/consistency.ts';
 import { testConfig, useHarness } from './helpers/harness.ts';
 import { eventually, receiver } from './helpers/receiver.ts';
 import { dispatchJobKey } from '../shared/events.ts';
@@ -19,14 +18,7 @@ test.after.always(async () => {
   nock.cleanAll();
 });
 
-async function runCheck(): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['bin/check-consistency.ts'], { env: { ...process.env, DATABASE_URL: h.databaseUrl } });
-  let output = '';
-  child.stdout.on('data', (chunk) => { output += chunk; });
-  child.stderr.on('data', (chunk) => { output += chunk; });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, output };
-}
+const runCheck = () => runConsistencyCheck(h.databaseUrl);
 
 test.serial('what the API and the worker wrote is consistent; each kind of damage is named', async (t) => {
   // Setup: stock moved through the API, two subscriptions, every event delivered.

@@ -89,8 +89,8 @@ test('with too little of two components: one 409 naming both shortages, and noth
 
   t.is(status, 409);
   t.deepEqual(body.shortages.sort((a: { itemId: string }, b: { itemId: string }) => a.itemId.localeCompare(b.itemId)), [
-    { itemId: s.legId, locationId: s.shopId, available: 7, requested: 8 },
-    { itemId: s.topId, locationId: s.shopId, available: 1, requested: 2 },
+    { itemId: s.legId, locationId: s.shopId, available: 7, reserved: 0, requested: 8 },
+    { itemId: s.topId, locationId: s.shopId, available: 1, reserved: 0, requested: 2 },
   ].sort((a, b) => a.itemId.localeCompare(b.itemId)));
   t.deepEqual(await footprint(s.accountId), before, 'no record, movement, level, event or job');
   t.deepEqual(await levels(s), levelsBefore);

@@ -349,24 +349,32 @@ test('the OpenAPI document describes each transition from the table, with its 40
   t.deepEqual(doc.components.schemas.PurchaseOrder.properties.expectedDate.type, ['string', 'null']);
 });
 
-test('a receipt that would take a level past 999999999.999999 is a 409 naming the level, not a level that stops equalling its movements', async (t) => {
-  // Setup: the probe's order, 10 lines of 999999999.999999 and one of 0.000001, confirmed.
+test('an order that would take a level past 999999999.999999 is a 409 naming the level, not a level that stops equalling its movements', async (t) => {
+  // Setup: the probe's order, 10 lines of 999999999.999999 and one of 0.000001; and a level just under the maximum
+  // with an order of 2 for it.
   const s = await setup();
   const lines = [...Array.from({ length: 10 }, () => ({ itemId: s.boltId, quantity: 999_999_999.999999, unitCost: 0 })), { itemId: s.boltId, quantity: 0.000001, unitCost: 0 }];
   const order = await createOrder(s, { lines });
-  await transition(s, order.body.id, 'confirm');
+  await s.api.post('/stock-adjustments', { itemId: s.nutId, locationId: s.mainId, quantity: 999_999_999, reason: 'count' });
+  const nearly = await createOrder(s, { lines: [{ itemId: s.nutId, quantity: 2, unitCost: 0 }] });
+  t.is((await transition(s, nearly.body.id, 'confirm')).status, 200);
   const before = await footprint(s.accountId);
 
-  // Action
-  const closed = await transition(s, order.body.id, 'close');
+  // Action: what the first would bring cannot even be expected; the second cannot be received.
+  const confirmed = await transition(s, order.body.id, 'confirm');
+  const closed = await transition(s, nearly.body.id, 'close');
 
   // Assertions
+  t.is(confirmed.status, 409);
+  t.deepEqual(confirmed.body.overflows, [{ itemId: s.boltId, locationId: s.mainId, incoming: 0, added: 9_999_999_999.999991, maximum: 999_999_999.999999 }]);
+  t.regex(confirmed.body.error, /Incoming stock at a level reaches at most 999999999\.999999/);
   t.is(closed.status, 409);
-  t.like(closed.body, { itemId: s.boltId, locationId: s.mainId, quantity: 0, added: 9_999_999_999.999991, maximum: 999_999_999.999999 });
-  t.deepEqual(closed.body.overflows, [{ itemId: s.boltId, locationId: s.mainId, quantity: 0, added: 9_999_999_999.999991, maximum: 999_999_999.999999 }]);
+  t.like(closed.body, { itemId: s.nutId, locationId: s.mainId, quantity: 999_999_999, added: 2, maximum: 999_999_999.999999 });
+  t.deepEqual(closed.body.overflows, [{ itemId: s.nutId, locationId: s.mainId, quantity: 999_999_999, added: 2, maximum: 999_999_999.999999 }]);
   t.regex(closed.body.error, /holds at most 999999999\.999999/);
   t.deepEqual(await footprint(s.accountId), before);
-  t.is((await s.api.get(`/purchase-orders/${order.body.id}`)).body.status, 'confirmed');
+  t.is((await s.api.get(`/purchase-orders/${order.body.id}`)).body.status, 'draft');
+  t.is((await s.api.get(`/purchase-orders/${nearly.body.id}`)).body.status, 'confirmed');
   t.deepEqual(await ledgerMismatches(h.db, s.accountId), []);
 });
 

@@ -54,8 +54,8 @@ test('shape A takes item prices and skus; shape B keeps its own; both answer one
   ]);
   t.like(a.body, { salesOrderNumber: 'SO-000001', integrationSourceId: null, customerId: s.customerId, status: 'open', fulfilledLocationId: null });
   t.deepEqual(a.body.lineItems.map(({ id: _, ...line }: { id: string }) => line), [
-    { itemId: s.boltId, sku: 'BOLT', quantity: 3, price: 0.35 },
-    { itemId: s.nutId, sku: 'NUT', quantity: 2, price: 0.1 },
+    { itemId: s.boltId, sku: 'BOLT', quantity: 3, price: 0.35, quantityReserved: 0 },
+    { itemId: s.nutId, sku: 'NUT', quantity: 2, price: 0.1, quantityReserved: 0 },
   ]);
   t.is(a.body.total, 1.25, '3 × 0.35 + 2 × 0.1, exactly (floats give 1.2499999999999998)');
 
@@ -66,8 +66,8 @@ test('shape A takes item prices and skus; shape B keeps its own; both answer one
   t.is(b.status, 201);
   t.like(b.body, { salesOrderNumber: 'WEB-1001', integrationSourceId: 'shop:77', status: 'open' });
   t.deepEqual(b.body.lineItems.map(({ id: _, ...line }: { id: string }) => line), [
-    { itemId: s.nutId, sku: 'NUT', quantity: 3, price: 0.1 },
-    { itemId: s.boltId, sku: 'BOLT', quantity: 0.5, price: 0.000001 },
+    { itemId: s.nutId, sku: 'NUT', quantity: 3, price: 0.1, quantityReserved: 0 },
+    { itemId: s.boltId, sku: 'BOLT', quantity: 0.5, price: 0.000001, quantityReserved: 0 },
   ]);
   t.is(b.body.total, 0.300001, '0.3 + 0.0000005 rounds half up to 6 places');
 
@@ -241,7 +241,7 @@ test('a fulfilment with one line short is a 409 naming it, and changes nothing',
 
   const short = await s.api.post(`/sales-orders/${order.id}/fulfill`, { locationId: s.mainId });
   t.is(short.status, 409);
-  t.deepEqual(short.body.shortages, [{ itemId: s.nutId, locationId: s.mainId, available: 1, requested: 2 }]);
+  t.deepEqual(short.body.shortages, [{ itemId: s.nutId, locationId: s.mainId, available: 1, reserved: 0, requested: 2 }]);
   t.regex(short.body.error, /Insufficient stock/);
 
   const nowhere = await s.api.post(`/sales-orders/${order.id}/fulfill`, { locationId: s.backId });
@@ -356,6 +356,9 @@ test('one event per change, carrying the order as the API returns it; none when 
   const fulfilled = (await s.api.post(`/sales-orders/${a.id}/fulfill`, { locationId: s.mainId })).body;
   const cancelled = (await s.api.post(`/sales-orders/${b.id}/cancel`)).body;
   t.deepEqual(await eventsOf(s.accountId, 'sales_order.created'), [a, b]);
+  // Byte for byte, keys in the API's order: the order's statement filled in its number and timestamps.
+  const stored = await h.db('events').where({ account_id: s.accountId, type: 'sales_order.created' }).orderBy('seq').select(h.db.raw('data::text as text'));
+  t.deepEqual(stored.map((row) => row.text), [JSON.stringify(a), JSON.stringify(b)]);
   t.deepEqual(await eventsOf(s.accountId, 'sales_order.fulfilled'), [fulfilled]);
   t.deepEqual(await eventsOf(s.accountId, 'sales_order.cancelled'), [cancelled]);
   const counts = await footprint(s.accountId);

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { moveStock } from '../server/resources/stock/ledger.ts';
-import { ConflictError } from '../server/framework/errors.ts';
+import { moveStock } from '../db/stock.ts';
+import { ConflictError } from '../shared/errors.ts';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches as mismatches } from './helpers/ledger.ts';
 import { dispatchJobKey } from '../shared/events.ts';
@@ -40,7 +40,7 @@ test('+10 then -3 leaves 7; the response carries the new level', async (t) => {
   t.like(first.body, { itemId: s.itemId, locationId: s.mainId, quantity: 10, reason: 'received', stockLevel: { quantity: 10 }, createdBy: s.userId });
   const second = await adjust(s, -3, { reason: 'damaged' });
   t.is(second.status, 201);
-  t.deepEqual(second.body.stockLevel, { quantity: 7 });
+  t.deepEqual(second.body.stockLevel, { quantity: 7, reserved: 0, available: 7, incoming: 0, oversold: false });
   t.is(await level(s, s.mainId), 7);
 
   t.deepEqual((await s.api.get(`/stock-adjustments/${second.body.id}`)).body, second.body);
@@ -56,8 +56,8 @@ test('a change that would go below zero is a 409 and writes nothing', async (t) 
   const refused = await adjust(s, -6);
   t.is(refused.status, 409);
   t.deepEqual(refused.body, {
-    error: 'Insufficient stock: 5 on hand, 6 needed', itemId: s.itemId, locationId: s.mainId, available: 5, requested: 6,
-    shortages: [{ itemId: s.itemId, locationId: s.mainId, available: 5, requested: 6 }],
+    error: 'Insufficient stock: 5 on hand, 6 needed', itemId: s.itemId, locationId: s.mainId, available: 5, reserved: 0, requested: 6,
+    shortages: [{ itemId: s.itemId, locationId: s.mainId, available: 5, reserved: 0, requested: 6 }],
   });
   t.is(await level(s, s.mainId), 5);
   t.deepEqual(await footprint(s.accountId), before);
@@ -232,7 +232,7 @@ test('levels and movements: filters, isolation and paging', async (t) => {
 
   const levels = await s.api.get('/stock-levels');
   t.is(levels.body.data.length, 2);
-  t.deepEqual(Object.keys(levels.body.data[0]).sort(), ['itemId', 'locationId', 'quantity', 'updatedAt']);
+  t.deepEqual(Object.keys(levels.body.data[0]).sort(), ['available', 'incoming', 'itemId', 'locationId', 'oversold', 'quantity', 'reserved', 'updatedAt']);
   t.deepEqual((await s.api.get(`/stock-levels?locationId=${s.backId}`)).body.data.map((l: { quantity: number }) => l.quantity), [2]);
   t.deepEqual((await s.api.get(`/stock-levels?locationId=${other.mainId}`)).body.data, [], 'another account\'s location shows nothing');
   t.deepEqual((await s.api.get('/stock-levels?itemId=garbage')).body.data, []);
@@ -277,7 +277,7 @@ test('moveStock nets changes to one level and names every shortage in one 409', 
 
   // 3 + 3 from 5 on hand: each line alone fits, their total does not.
   const netted = await t.throwsAsync(move([{ locationId: s.mainId, quantity: -3 }, { locationId: s.mainId, quantity: -3 }]), { instanceOf: ConflictError });
-  t.deepEqual(netted.details.shortages, [{ itemId: s.itemId, locationId: s.mainId, available: 5, requested: 6 }]);
+  t.deepEqual(netted.details.shortages, [{ itemId: s.itemId, locationId: s.mainId, available: 5, reserved: 0, requested: 6 }]);
 
   const both = await t.throwsAsync(move([{ locationId: s.mainId, quantity: -7 }, { locationId: s.backId, quantity: -2 }]), { instanceOf: ConflictError });
   t.regex(both.message, /for 2 items/);
@@ -287,6 +287,6 @@ test('moveStock nets changes to one level and names every shortage in one 409', 
 
   // Lines that net to what is on hand apply, each as its own movement, the events carrying the final level.
   const applied = await move([{ locationId: s.mainId, quantity: -2 }, { locationId: s.mainId, quantity: -3 }]);
-  t.deepEqual(applied.map((a) => [a.movement.quantity, a.level]), [[-2, 0], [-3, 0]]);
+  t.deepEqual(applied.map((a) => [a.movement.quantity, a.level.quantity]), [[-2, 0], [-3, 0]]);
   t.deepEqual(await ledgerMismatches(s.accountId), []);
 });

@@ -72,3 +72,10 @@ test.serial('the daily prune deletes delivery log rows older than 30 days and ke
   t.deepEqual(logged, ['pruned 2 delivery log rows older than 30 days']);
   t.is((await h.db('webhook_deliveries').where({ account_id: account.accountId })).length, 1);
 });
+
+test('graphile-worker\'s enqueue functions are planned for every call: a backlog of jobs does not make each enqueue scan it', async (t) => {
+  const { rows } = await h.db.raw(`select p.proname, p.proconfig from pg_proc p
+    where p.pronamespace = 'graphile_worker'::regnamespace and p.proname in ('add_job', 'add_jobs') order by 1`);
+  t.deepEqual(rows.map((row: { proname: string }) => row.proname), ['add_job', 'add_jobs']);
+  for (const row of rows) t.deepEqual(row.proconfig, ['plan_cache_mode=force_custom_plan'], row.proname);
+});

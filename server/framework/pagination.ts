@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
 import { isUuid } from '../../shared/guards.ts';
 import type { AppContext } from './context.ts';
-import { ValidationError } from './errors.ts';
+import { ValidationError } from '../../shared/errors.ts';
 import type { Reply } from './route.ts';
 import {
   array, describe, integer, metaOf, named, object, optional, parseTimestamp, queryInteger, queryTimestamp, text, type AnyStruct,

@@ -1,7 +1,7 @@
 // Checks that the records a request body names belong to the caller's account, naming every one that does not.
 import type { Knex } from 'knex';
 import { isRecord, isUuid } from '../../shared/guards.ts';
-import type { Problem } from './errors.ts';
+import type { Problem } from '../../shared/errors.ts';
 
 type Table = 'items' | 'locations' | 'customers';
 

@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import { recordEvent } from '../../db/events.ts';
 import type { EventType } from '../../shared/events.ts';
 import type { OwnedRow } from './crud.ts';
-import { NotFoundError } from './errors.ts';
+import { NotFoundError } from '../../shared/errors.ts';
 import { listOf, pageReply, pageRequest, withRememberedStart, type PageRequest } from './pagination.ts';
 import { created, defineRoute, ok, type AnyRoute } from './route.ts';
 import { metaOf, type AnyStruct, type Struct } from './schema.ts';

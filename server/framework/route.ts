@@ -8,7 +8,8 @@ import { isRecord } from '../../shared/guards.ts';
 import type { Config } from '../../shared/config.ts';
 import type { ResolveHost } from '../../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './context.ts';
-import { formatPath, MAX_PROBLEMS, ValidationError, problemsOf, type Problem } from './errors.ts';
+import { formatPath, MAX_PROBLEMS, ValidationError, type Problem } from '../../shared/errors.ts';
+import { problemsOf } from './errors.ts';
 import { object, volumeProblems, type AnyStruct, type Struct } from './schema.ts';
 
 export interface Reply {

@@ -4,7 +4,7 @@
 import * as s from 'superstruct';
 import type { Struct } from 'superstruct';
 import { decimalProblem, MAX_DECIMAL, PLACES } from '../../shared/decimal.ts';
-import { formatPath } from './errors.ts';
+import { formatPath } from '../../shared/errors.ts';
 
 export type { Infer, Struct } from 'superstruct';
 // These carry their own OpenAPI shape (see openapi.ts); object() below rejects unknown keys.
@@ -128,6 +128,17 @@ export function parseTimestamp(text: string): Date | undefined {
   instant.setUTCHours(Number(hour), Number(minute) - offsetMinutes, Number(second), Number(fraction.slice(0, 3).padEnd(3, '0')));
   const resultYear = instant.getUTCFullYear();
   return resultYear >= 1 && resultYear <= 9999 ? instant : undefined;
+}
+
+/** An instant a request names (parseTimestamp's rules); with `future`, one still to come. */
+export function instant(options: { future?: boolean; description?: string; example?: string } = {}): Struct<string, null> {
+  const struct = s.refine(s.string(), 'instant', (value) => {
+    const time = parseTimestamp(value);
+    if (!time) return 'must be an ISO-8601 timestamp, as 2026-12-01T09:00:00Z';
+    if (options.future && time.getTime() <= Date.now()) return 'must be in the future';
+    return true;
+  });
+  return describe(struct, { type: 'string', format: 'date-time', description: options.description, example: options.example });
 }
 
 /** A calendar date, `YYYY-MM-DD`, that exists (no February 30th). */

@@ -1,6 +1,6 @@
 // A state machine as data: for each state, the operations it allows and the state each leads to. The checks,
 // the 409 messages and the OpenAPI descriptions of the operations are all derived from one table.
-import { ConflictError } from './errors.ts';
+import { ConflictError } from '../../shared/errors.ts';
 
 export type TransitionTable<State extends string, Operation extends string> = Record<State, Partial<Record<Operation, State>>>;
 

@@ -1,7 +1,7 @@
 import type { Next } from 'koa';
 import type { Knex } from 'knex';
 import { findApiKey } from '../../db/accounts.ts';
-import { ApiError } from '../framework/errors.ts';
+import { ApiError } from '../../shared/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
 /** Looks the X-API-Key up without rejecting anything yet: the rate limiter needs to know whose request it is. */

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import { ApiError, ValidationError, formatPath, type Problem } from '../framework/errors.ts';
+import { ApiError, ValidationError, formatPath, type Problem } from '../../shared/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);

@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { ApiError, ValidationError } from '../framework/errors.ts';
+import { ApiError, ValidationError } from '../../shared/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
 interface HttpLikeError {

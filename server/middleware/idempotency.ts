@@ -16,7 +16,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { Knex } from 'knex';
 import { decrypt, DecryptionError, encrypt } from '../../shared/encryption.ts';
-import { ConflictError, ValidationError } from '../framework/errors.ts';
+import { ConflictError, ValidationError } from '../../shared/errors.ts';
 import type { AppContext } from '../framework/context.ts';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';

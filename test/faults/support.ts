@@ -1,6 +1,5 @@
 // What the fault tests share: a PostgreSQL of their own (one they may stop), local webhook receivers that the
 // worker processes reach over real HTTP, load loops, and the consistency check run as the command it is.
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -101,15 +100,7 @@ export const startWorkerProcess = (databaseUrl: string, env: Record<string, stri
 
 export const baseUrlOf = (web: Started) => `http://127.0.0.1:${web.readyLine.port as number}`;
 
-/** `npm run check:consistency` against the database, as an operator runs it. */
-export async function runConsistencyCheck(databaseUrl: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['bin/check-consistency.ts'], { env: { ...process.env, DATABASE_URL: databaseUrl } });
-  let output = '';
-  child.stdout.on('data', (chunk) => { output += chunk; });
-  child.stderr.on('data', (chunk) => { output += chunk; });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, output };
-}
+export { runConsistencyCheck } from '../helpers/consistency.ts';
 
 export interface LoadResult {
   status: number;

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { toStoredEvent } from '../../../db/events.ts';
 import { EVENT_TYPES, PING_EVENT, type StoredEvent } from '../../../shared/events.ts';
 import { isUuid } from '../../../shared/guards.ts';
-import { ValidationError, type Problem } from '../../framework/errors.ts';
+import { ValidationError, type Problem } from '../../../shared/errors.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 
 const KINDS = new Set<string>(EVENT_TYPES);

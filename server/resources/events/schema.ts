@@ -2,6 +2,7 @@ import * as s from 'superstruct';
 import { EVENT_TYPES, PING_EVENT, type EventType } from '../../../shared/events.ts';
 import { Item } from '../items/schema.ts';
 import { ProductionRecord } from '../production-records/schema.ts';
+import { ReservationEvent } from '../reservations/schema.ts';
 import { PurchaseOrder } from '../purchase-orders/schema.ts';
 import { SalesOrder } from '../sales-orders/schema.ts';
 import { StockAdjustedEvent } from '../stock/schema.ts';
@@ -46,5 +47,7 @@ export const EVENT_DATA: Record<EventType | typeof PING_EVENT, AnyStruct> = {
   'purchase_order.closed': PurchaseOrder,
   'purchase_order.cancelled': PurchaseOrder,
   'production_record.created': ProductionRecord,
+  'reservation.created': ReservationEvent,
+  'reservation.released': ReservationEvent,
   [PING_EVENT]: named('PingEvent', object({ webhookId: id('The subscription that was pinged.') })),
 };

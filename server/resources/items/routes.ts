@@ -1,4 +1,4 @@
-import { NotFoundError } from '../../framework/errors.ts';
+import { NotFoundError } from '../../../shared/errors.ts';
 import { resourceRoutes } from '../../framework/resource-routes.ts';
 import { defineRoute, ok } from '../../framework/route.ts';
 import { recordEvent } from '../../../db/events.ts';

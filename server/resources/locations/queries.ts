@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ConflictError } from '../../framework/errors.ts';
+import { ConflictError } from '../../../shared/errors.ts';
 import { findOwned, insertOwned, listOwned, toColumns, updateOwned, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { CreateLocation, Location, LocationListQuery, UpdateLocation } from './schema.ts';

@@ -3,7 +3,7 @@ import { recordEvent } from '../../../db/events.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute } from '../../framework/route.ts';
-import { moveStock, OVERFLOW_CONFLICT } from '../stock/ledger.ts';
+import { moveStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT } from '../../../db/stock.ts';
 import { findProductionRecord, insertProductionRecord, listProductionRecords, toProductionRecord } from './queries.ts';
 import { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
 
@@ -30,8 +30,7 @@ export const productionRecordRoutes = [
     ]),
     success: { status: 201, description: 'The production record', schema: ProductionRecord },
     errors: {
-      409: 'A component is short at the location; nothing was written. `shortages` lists every short component '
-        + `(\`itemId\`, \`locationId\`, \`available\`, \`requested\`); the first is repeated at the top level. ${OVERFLOW_CONFLICT}`,
+      409: `A component is short at the location (components take only what is available, not what is reserved). ${SHORTAGE_CONFLICT} ${OVERFLOW_CONFLICT}`,
     },
     handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
       const id = randomUUID();

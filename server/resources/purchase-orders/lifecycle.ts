@@ -17,6 +17,9 @@ export const PURCHASE_ORDER_TRANSITIONS: TransitionTable<PurchaseOrderStatus, Pu
   cancelled: {},
 };
 
+/** Orders in these statuses are expected: what their lines still bring counts in `incoming` at their location. */
+export const EXPECTED_STATUSES: ReadonlySet<PurchaseOrderStatus> = new Set(['confirmed', 'on_hold']);
+
 /** The event each operation records, with the order as the API returns it after the change. */
 export const PURCHASE_ORDER_EVENTS: Record<PurchaseOrderOperation, EventType> = {
   confirm: 'purchase_order.confirmed',

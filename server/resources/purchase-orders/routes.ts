@@ -1,12 +1,14 @@
 import { recordEvent } from '../../../db/events.ts';
 import { lockOwned } from '../../framework/crud.ts';
-import { NotFoundError } from '../../framework/errors.ts';
+import { NotFoundError } from '../../../shared/errors.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { describeOperation, nextState } from '../../framework/transitions.ts';
-import { moveStock, OVERFLOW_CONFLICT } from '../stock/ledger.ts';
-import { PURCHASE_ORDER_EVENTS, PURCHASE_ORDER_OPERATIONS, PURCHASE_ORDER_TRANSITIONS, type PurchaseOrderOperation } from './lifecycle.ts';
+import { changeStock, OVERFLOW_CONFLICT } from '../../../db/stock.ts';
+import {
+  EXPECTED_STATUSES, PURCHASE_ORDER_EVENTS, PURCHASE_ORDER_OPERATIONS, PURCHASE_ORDER_TRANSITIONS, type PurchaseOrderOperation,
+} from './lifecycle.ts';
 import {
   findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, setPurchaseOrderStatus, toPurchaseOrder, type PurchaseOrderRow,
 } from './queries.ts';
@@ -25,11 +27,12 @@ const EFFECTS: Partial<Record<PurchaseOrderOperation, string>> = {
   close: 'Receives every line\'s quantity into the order\'s location (stock movements of type `purchase_receipt` whose source is the order, '
     + 'each with its `stock.adjusted` event) in the same transaction as the change of status. ',
 };
+const INCOMING = 'While an order is confirmed or on hold, its lines count in `incoming` at its location. ';
 
 const transitionRoutes = PURCHASE_ORDER_OPERATIONS.map((operation) => defineRoute({
   method: 'post', path: `/purchase-orders/{id}/${operation}`, operationId: `${operation}PurchaseOrder`, tag,
   summary: SUMMARIES[operation],
-  description: `${EFFECTS[operation] ?? ''}Takes no body (or \`{}\`). ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)} `
+  description: `${EFFECTS[operation] ?? ''}${INCOMING}Takes no body (or \`{}\`). ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)} `
     + `Records a \`${PURCHASE_ORDER_EVENTS[operation]}\` event.`,
   body: PurchaseOrderTransition,
   success: { status: 200, description: 'The order in its new status', schema: PurchaseOrder },
@@ -43,13 +46,16 @@ const transitionRoutes = PURCHASE_ORDER_OPERATIONS.map((operation) => defineRout
     const row = await lockOwned<PurchaseOrderRow>(trx, 'purchase_orders', auth.accountId, params.id ?? '');
     if (!row) throw new NotFoundError('Purchase order');
     const order = await setPurchaseOrderStatus(trx, row, nextState(PURCHASE_ORDER_TRANSITIONS, 'purchase order', row.status, operation));
-    if (operation === 'close') {
-      await moveStock(trx, {
-        accountId: auth.accountId, userId: auth.userId, type: 'purchase_receipt', reason: 'Purchase order receipt',
-        source: { type: 'purchase_order', id: order.id },
-        changes: order.lines.map((line) => ({ itemId: line.item_id, locationId: order.location_id, quantity: line.quantity })),
-      });
-    }
+    // +1 when the order becomes expected, -1 when it stops being (received, closed or cancelled), 0 otherwise.
+    const expected = Number(EXPECTED_STATUSES.has(order.status)) - Number(EXPECTED_STATUSES.has(row.status));
+    const lineAt = (line: (typeof order.lines)[number], quantity: number) => ({ itemId: line.item_id, locationId: order.location_id, quantity });
+    await changeStock(trx, {
+      accountId: auth.accountId, userId: auth.userId,
+      move: operation === 'close'
+        ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_order', id: order.id }, changes: order.lines.map((line) => lineAt(line, line.quantity)) }
+        : undefined,
+      expect: order.lines.map((line) => lineAt(line, expected * line.quantity)).filter((change) => change.quantity !== 0),
+    });
     const record = toPurchaseOrder(order);
     await recordEvent(trx, auth.accountId, { type: PURCHASE_ORDER_EVENTS[operation], data: record });
     return record;

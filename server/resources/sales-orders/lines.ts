@@ -2,8 +2,8 @@
 // one query per table (not one per line), and every problem is named by its path in the body as sent.
 import type { Knex } from 'knex';
 import { isRecord, isUuid } from '../../../shared/guards.ts';
-import type { Problem } from '../../framework/errors.ts';
-import { missingReferences } from '../../framework/references.ts';
+import type { Problem } from '../../../shared/errors.ts';
+import { checkReferences } from '../../framework/references.ts';
 import type { Resolution } from '../../framework/route.ts';
 import { shapeOf, type CreateSalesOrder } from './schema.ts';
 import type { Timestamp } from '../../../db/timestamps.ts';
@@ -58,12 +58,12 @@ function lineProblem(item: OrderItem | undefined, path: string, missing: string,
   return undefined;
 }
 
-/** Looks up the customer and the items a create body names, whatever else is wrong with it. */
+const checkOrderReferences = checkReferences([{ table: 'customers', field: 'customerId' }, { table: 'locations', field: 'locationId' }]);
+
+/** Looks up the customer, the location and the items a create body names, whatever else is wrong with it. */
 export async function resolveSalesOrder(db: Knex, accountId: string, body: unknown): Promise<Resolution<OrderItems>> {
   const fields = isRecord(body) ? body : {};
-  const problems = typeof fields.customerId === 'string'
-    ? await missingReferences(db, accountId, [{ table: 'customers', id: fields.customerId, path: 'customerId' }])
-    : [];
+  const { problems } = await checkOrderReferences({ db, auth: { accountId }, body });
   const shape = shapeOf(body);
   if (shape !== 'A' && shape !== 'B') return { problems, resolved: new Map() };
 

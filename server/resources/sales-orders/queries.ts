@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
-import { ConflictError } from '../../framework/errors.ts';
-import { findOwned, insertOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
+import { recordEvents } from '../../../db/events.ts';
+import { isoTimestampSql } from '../../../db/timestamps.ts';
+import { ConflictError } from '../../../shared/errors.ts';
+import type { JobSpec, NewEvent } from '../../../shared/events.ts';
+import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
 import type { SalesOrderStatus } from './lifecycle.ts';
@@ -22,6 +25,8 @@ export interface SalesOrderLineRow extends OwnedRow {
   sku: string;
   quantity: number;
   price: number;
+  /** Held for the line by its open reservations, at any location. */
+  quantity_reserved: number;
 }
 
 /** An order with its lines, in position order. */
@@ -30,7 +35,7 @@ export interface SalesOrderWithLines extends SalesOrderRow {
 }
 
 function toLine(row: SalesOrderLineRow): SalesOrderLine {
-  return { id: row.id, itemId: row.item_id, sku: row.sku, quantity: row.quantity, price: row.price };
+  return { id: row.id, itemId: row.item_id, sku: row.sku, quantity: row.quantity, price: row.price, quantityReserved: row.quantity_reserved };
 }
 
 export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
@@ -48,10 +53,13 @@ export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
   };
 }
 
-/** The lines of several orders in one query, attached to their orders. */
+/** The lines of several orders in one query, with what each has reserved, attached to their orders. */
 export function withLines(db: Knex, accountId: string, orders: SalesOrderRow[]): Promise<SalesOrderWithLines[]> {
   return withChildren(orders, 'lines', (ids): Promise<SalesOrderLineRow[]> =>
-    db('sales_order_lines').where({ account_id: accountId }).whereIn('sales_order_id', ids).orderBy(['sales_order_id', 'position']),
+    db('sales_order_lines as l').where('l.account_id', accountId).whereIn('l.sales_order_id', ids)
+      .orderBy([{ column: 'l.sales_order_id' }, { column: 'l.position' }])
+      .select('l.*', db.raw(`coalesce((select sum(r.quantity) from reservations r
+        where r.sales_order_line_id = l.id and r.status = 'open'), 0) as quantity_reserved`)),
   (line) => line.sales_order_id);
 }
 
@@ -67,17 +75,6 @@ export async function listSalesOrders(db: Knex, accountId: string, filters: Sale
     if (filters.integrationSourceId !== undefined) query.where('integration_source_id', filters.integrationSourceId);
   });
   return withLines(db, accountId, rows);
-}
-
-/** The next value of the account's counter `name`, starting at 1; the row stays locked until the transaction ends. */
-async function nextCounterValue(trx: Knex.Transaction, accountId: string, name: string): Promise<number> {
-  const { rows } = await trx.raw<{ rows: Array<{ value: number }> }>(
-    `insert into account_counters (account_id, name, value) values (?::uuid, ?, 1)
-     on conflict (account_id, name) do update set value = account_counters.value + 1, updated_at = now()
-     returning value`,
-    [accountId, name],
-  );
-  return rows[0]!.value;
 }
 
 export interface NewSalesOrder {
@@ -111,33 +108,70 @@ async function duplicate(trx: Knex.Transaction, accountId: string, order: NewSal
 }
 
 /**
- * Inserts the order with the next free `SO-` number when it has none. Both unique keys are checked by the insert
- * itself (`on conflict do nothing`: a racing identical create waits for the first to commit, then inserts nothing),
- * so a duplicate is a 409 naming the existing order and never a database error inside the transaction. A
- * generated number that a caller already used explicitly is skipped.
+ * What the order's own statement decides, in the order the record has them. Its recorded event holds a blank for
+ * each (a string no caller can send: the order's id is new), which that statement replaces in the stored text, so
+ * that the event keeps the record's key order.
  */
-async function insertOrderRow(trx: Knex.Transaction, accountId: string, order: NewSalesOrder): Promise<SalesOrderRow> {
+const DECIDED = ['salesOrderNumber', 'createdAt', 'updatedAt'] as const;
+const blank = (orderId: string, field: (typeof DECIDED)[number]): string => `${orderId}:${field}`;
+
+/**
+ * Inserts the order. Both unique keys are checked by the insert itself (`on conflict do nothing`: a racing identical
+ * create waits for the first to commit, then inserts nothing), so a duplicate is a 409 naming the existing order
+ * and never a database error inside the transaction. Without a number of the caller's, the account's counter is
+ * bumped in the same statement, `SO-000042` from 42: its row stays locked until the commit, so that concurrent
+ * creates take consecutive numbers and a rolled-back create gives its number back. A generated number a caller
+ * already used explicitly is skipped. The same statement fills in the order's recorded `sales_order.created` event
+ * (DECIDED), so that nothing but the commit follows the counter.
+ */
+async function insertOrderRow(trx: Knex.Transaction, accountId: string, id: string, order: NewSalesOrder, eventId: string): Promise<SalesOrderRow> {
   for (;;) {
-    const number = order.salesOrderNumber ?? `SO-${String(await nextCounterValue(trx, accountId, 'sales_order')).padStart(6, '0')}`;
-    const row = await insertOwned<SalesOrderRow>(trx, 'sales_orders', accountId, {
-      sales_order_number: number,
-      integration_source_id: order.integrationSourceId ?? null,
-      customer_id: order.customerId,
-      total: String(order.total),
-    }, []);
-    if (row) return row;
-    const conflict = await duplicate(trx, accountId, order, number);
+    const { rows: [row] } = await trx.raw<{ rows: Array<SalesOrderRow & { tried: string }> }>(
+      `with bumped as (
+         insert into account_counters as c (account_id, name, value) select ?::uuid, 'sales_order', 1 where ?::text is null
+         on conflict (account_id, name) do update set value = c.value + 1, updated_at = now()
+         returning value
+       ), n as (
+         select ?::text as given where ?::text is not null
+         union all
+         select 'SO-' || case when value >= 1000000 then value::text else lpad(value::text, 6, '0') end from bumped
+       ), o as (
+         insert into sales_orders (id, account_id, sales_order_number, integration_source_id, customer_id, total)
+         select ?::uuid, ?::uuid, n.given, ?, ?::uuid, ?::numeric from n
+         on conflict do nothing
+         returning *
+       ), event as (
+         update events e set data = replace(replace(replace(e.data::text,
+           ?, to_json(o.sales_order_number)::text),
+           ?, to_json(${isoTimestampSql('o.created_at')})::text),
+           ?, to_json(${isoTimestampSql('o.updated_at')})::text)::json
+         from o where e.id = ?::uuid
+       )
+       select o.*, n.given as tried from n left join o on true`,
+      [accountId, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null,
+        id, accountId, order.integrationSourceId ?? null, order.customerId, String(order.total), ...DECIDED.map((field) => JSON.stringify(blank(id, field))), eventId],
+    );
+    if (row?.id) {
+      const { tried: _tried, ...inserted } = row;
+      return inserted;
+    }
+    const conflict = await duplicate(trx, accountId, order, row!.tried);
     if (conflict) throw conflict;
     if (order.salesOrderNumber) throw new ConflictError('The sales order conflicted with a concurrent change; retry it');
   }
 }
 
-export async function insertSalesOrder(trx: Knex.Transaction, accountId: string, order: NewSalesOrder, lines: NewLine[]): Promise<SalesOrderWithLines> {
-  const row = await insertOrderRow(trx, accountId, order);
+/**
+ * An order in two steps: its lines first, under an id of its own, then (after whatever else the create does with
+ * them, such as reserving) its event and its row, which takes the account's order counter. The counter's row stays
+ * locked from then to the commit, and every create of the account queues on it: taken last, it is held for one
+ * statement rather than for the whole create. The lines' key to their order is checked at commit.
+ */
+export async function insertLines(trx: Knex.Transaction, accountId: string, orderId: string, lines: NewLine[]): Promise<SalesOrderLineRow[]> {
   const lineRows: SalesOrderLineRow[] = await trx('sales_order_lines')
     .insert(lines.map((line, position) => ({
       account_id: accountId,
-      sales_order_id: row.id,
+      sales_order_id: orderId,
       position,
       item_id: line.itemId,
       sku: line.sku,
@@ -145,7 +179,25 @@ export async function insertSalesOrder(trx: Knex.Transaction, accountId: string,
       price: String(line.price),
     })))
     .returning('*');
-  return { ...row, lines: lineRows };
+  return lineRows.map((line) => ({ ...line, quantity_reserved: 0 }));
+}
+
+/** The order's row and its `sales_order.created` event, recorded with `also` (the events and jobs of what the create did). */
+export async function insertOrder(
+  trx: Knex.Transaction,
+  accountId: string,
+  orderId: string,
+  order: NewSalesOrder,
+  lines: SalesOrderLineRow[],
+  also: { events: NewEvent[]; jobs: JobSpec[] } = { events: [], jobs: [] },
+): Promise<SalesOrderWithLines> {
+  const draft = toSalesOrder({
+    id: orderId, account_id: accountId, sales_order_number: blank(orderId, 'salesOrderNumber'), integration_source_id: order.integrationSourceId ?? null,
+    customer_id: order.customerId, status: 'open', total: order.total, fulfilled_location_id: null,
+    created_at: blank(orderId, 'createdAt'), updated_at: blank(orderId, 'updatedAt'), lines,
+  });
+  const [event] = await recordEvents(trx, accountId, [{ type: 'sales_order.created', data: draft }, ...also.events], also.jobs);
+  return { ...await insertOrderRow(trx, accountId, orderId, order, event!.id), lines };
 }
 
 /** Moves a locked order to `status`. */
@@ -159,5 +211,5 @@ export async function setStatus(
     .where({ account_id: order.account_id, id: order.id })
     .update({ ...values, status, updated_at: trx.fn.now() })
     .returning('*');
-  return { ...row, lines: order.lines };
+  return (await withLines(trx, order.account_id, [row]))[0]!;
 }

@@ -1,23 +1,35 @@
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
 import { recordEvent } from '../../../db/events.ts';
 import { ORDER_TOTAL_TOO_LARGE, orderTotal } from '../../../shared/decimal.ts';
 import { lockOwned } from '../../framework/crud.ts';
-import { NotFoundError, ValidationError } from '../../framework/errors.ts';
+import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { describeOperation, nextState } from '../../framework/transitions.ts';
-import { moveStock } from '../stock/ledger.ts';
+import { applyStock, changeStock, lockReservations, SHORTAGE_CONFLICT, type NewReservation } from '../../../db/stock.ts';
+import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { SALES_ORDER_EVENTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
 import { orderLines, resolveSalesOrder, type OrderItems } from './lines.ts';
 import {
-  findSalesOrder, insertSalesOrder, listSalesOrders, setStatus, toSalesOrder, withLines, type SalesOrderRow, type SalesOrderWithLines,
+  findSalesOrder, insertLines, insertOrder, listSalesOrders, setStatus, toSalesOrder, withLines, type SalesOrderRow, type SalesOrderWithLines,
 } from './queries.ts';
-import { CreateSalesOrder, FulfillSalesOrder, SalesOrder, SalesOrderListQuery } from './schema.ts';
+import { CreateSalesOrder, FulfillSalesOrder, ReserveSalesOrder, SalesOrder, SalesOrderListQuery } from './schema.ts';
 
 const tag = 'Sales orders';
 const illegalMove = 'The order is not in a status this operation applies to; the body names its `status` and the `operation`.';
+
+/** What each line has not reserved yet, reserved at `locationId`. */
+function unreserved(order: Pick<SalesOrderWithLines, 'id' | 'lines'>, locationId: string): NewReservation[] {
+  return order.lines.flatMap((line) => {
+    const remainder = toMicros(line.quantity) - toMicros(line.quantity_reserved);
+    return remainder > 0n
+      ? [{ itemId: line.item_id, locationId, quantity: fromMicros(remainder), source: { type: 'sales_order' as const, id: order.id, lineItemId: line.id } }]
+      : [];
+  });
+}
 
 const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>({
   method: 'post', path: '/sales-orders', operationId: 'createSalesOrder', tag,
@@ -27,21 +39,28 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
     + '(`SO-000001`, ...) when absent. A 400 names every problem at once, shape and references (unknown customer, item '
     + 'or sku, archived item, item without a price) together. `salesOrderNumber` and `integrationSourceId` are unique in '
     + 'your account: sending either again is a 409 carrying the existing order\'s `existingId`, so a retry can find it. '
-    + 'Records a `sales_order.created` event.',
+    + 'With `locationId`, every line is reserved there in the same transaction (all or nothing), so that no other order can take the '
+    + 'stock. Records a `sales_order.created` event.',
   body: CreateSalesOrder,
   success: { status: 201, description: 'The created sales order, status `open`', schema: SalesOrder },
-  errors: { 409: 'A sales order with this `salesOrderNumber` or `integrationSourceId` already exists: the body names it and carries its `existingId`' },
+  errors: {
+    409: 'A sales order with this `salesOrderNumber` or `integrationSourceId` already exists: the body names it and carries its `existingId`. '
+      + `Or, with \`locationId\`, a line is short there: ${SHORTAGE_CONFLICT}`,
+  },
   resolve: ({ db, auth, body }) => resolveSalesOrder(db, auth.accountId, body),
   handler: async ({ db, auth, body, resolved }) => {
     const lines = orderLines(body, resolved);
     const total = orderTotal(lines);
     if (total === undefined) throw ValidationError.of('lineItems' in body ? 'lineItems' : 'items', ORDER_TOTAL_TOO_LARGE);
     return created(await db.transaction(async (trx) => {
-      const order = toSalesOrder(await insertSalesOrder(trx, auth.accountId, {
+      const id = randomUUID();
+      const lineRows = await insertLines(trx, auth.accountId, id, lines);
+      const reserving = body.locationId
+        ? await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved({ id, lines: lineRows }, body.locationId) })
+        : undefined;
+      return toSalesOrder(await insertOrder(trx, auth.accountId, id, {
         customerId: body.customerId, salesOrderNumber: body.salesOrderNumber, integrationSourceId: body.integrationSourceId, total,
-      }, lines));
-      await recordEvent(trx, auth.accountId, { type: 'sales_order.created', data: order });
-      return order;
+      }, reserving ? lineRows.map((line) => ({ ...line, quantity_reserved: line.quantity })) : lineRows, reserving));
     }));
   },
 });
@@ -62,7 +81,8 @@ async function transition(
   const status = nextState(SALES_ORDER_TRANSITIONS, 'sales order', locked.status, operation);
   const [order] = await withLines(trx, auth.accountId, [locked]);
   const changed = toSalesOrder(await setStatus(trx, order!, status, await effect(order!)));
-  await recordEvent(trx, auth.accountId, { type: SALES_ORDER_EVENTS[operation], data: changed });
+  const event = SALES_ORDER_EVENTS[operation];
+  if (event) await recordEvent(trx, auth.accountId, { type: event, data: changed });
   return changed;
 }
 
@@ -70,18 +90,25 @@ const fulfill = defineRoute({
   method: 'post', path: '/sales-orders/{id}/fulfill', operationId: 'fulfillSalesOrder', tag,
   summary: 'Fulfil a sales order',
   description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'fulfill')} Takes every line out of stock at \`locationId\` (stock movements `
-    + 'of type `sales_fulfillment` whose source is the order, each with its `stock.adjusted` event), all lines or none: if '
-    + 'any line is short it is a 409 whose `shortages` names each (`itemId`, `available`, `requested`) and nothing changes. '
-    + 'Records a `sales_order.fulfilled` event.',
+    + 'of type `sales_fulfillment` whose source is the order, each with its `stock.adjusted` event), all lines or none. What the '
+    + 'order reserved there is taken first (its reservations are consumed: `reservation.released`, reason `fulfilled`); the rest '
+    + 'must be available (not reserved for anything else); what the order still holds elsewhere is released (reason `completed`). '
+    + 'If any line is short it is a 409 whose `shortages` names each and nothing changes. Records a `sales_order.fulfilled` event.',
   body: FulfillSalesOrder,
   resolve: checkReferences([{ table: 'locations', field: 'locationId' }]),
   success: { status: 200, description: 'The fulfilled sales order', schema: SalesOrder },
-  errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or stock would go below zero: \`shortages\` lists every short line.` },
+  errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or a line is short: ${SHORTAGE_CONFLICT}` },
   handler: async ({ db, auth, params, body }) => ok(await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'fulfill', async (order) => {
-    await moveStock(trx, {
-      accountId: auth.accountId, userId: auth.userId, type: 'sales_fulfillment', reason: `Sales order ${order.sales_order_number}`,
-      source: { type: 'sales_order', id: order.id },
-      changes: order.lines.map((line) => ({ itemId: line.item_id, locationId: body.locationId, quantity: -line.quantity })),
+    const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
+    await changeStock(trx, {
+      accountId: auth.accountId, userId: auth.userId,
+      move: {
+        type: 'sales_fulfillment', reason: `Sales order ${order.sales_order_number}`, source: { type: 'sales_order', id: order.id },
+        changes: order.lines.map((line) => ({ itemId: line.item_id, locationId: body.locationId, quantity: -line.quantity })),
+      },
+      close: held.map((row) => (row.location_id === body.locationId
+        ? { row, quantity: row.quantity, as: 'consumed', reason: 'fulfilled' }
+        : { row, quantity: row.quantity, as: 'released', reason: 'completed' })),
     });
     return { fulfilled_location_id: body.locationId };
   }))),
@@ -90,10 +117,33 @@ const fulfill = defineRoute({
 const cancel = defineRoute({
   method: 'post', path: '/sales-orders/{id}/cancel', operationId: 'cancelSalesOrder', tag,
   summary: 'Cancel a sales order',
-  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'cancel')} Takes no body. Records a \`sales_order.cancelled\` event.`,
+  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'cancel')} Takes no body. What the order reserved is released `
+    + '(`reservation.released`, reason `cancelled`). Records a `sales_order.cancelled` event.',
   success: { status: 200, description: 'The cancelled sales order', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: illegalMove },
-  handler: async ({ db, auth, params }) => ok(await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'cancel'))),
+  handler: async ({ db, auth, params }) => ok(await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'cancel', async (order) => {
+    const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
+    await changeStock(trx, {
+      accountId: auth.accountId, userId: auth.userId,
+      close: held.map((row) => ({ row, quantity: row.quantity, as: 'released', reason: 'cancelled' })),
+    });
+    return {};
+  }))),
+});
+
+const reserve = defineRoute({
+  method: 'post', path: '/sales-orders/{id}/reserve', operationId: 'reserveSalesOrder', tag,
+  summary: 'Reserve a sales order',
+  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'reserve')} Reserves at \`locationId\` what each line has not reserved yet, `
+    + 'all lines or none (`reservation.created` for each); a line already reserved in full is left as it is.',
+  body: ReserveSalesOrder,
+  resolve: checkReferences([{ table: 'locations', field: 'locationId' }]),
+  success: { status: 200, description: 'The order, each line with what it holds (`quantityReserved`)', schema: SalesOrder },
+  errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or a line is short there: ${SHORTAGE_CONFLICT}` },
+  handler: async ({ db, auth, params, body }) => ok(await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'reserve', async (order) => {
+    await changeStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved(order, body.locationId) });
+    return {};
+  }))),
 });
 
 const salesOrders = readRoutes({
@@ -102,4 +152,4 @@ const salesOrders = readRoutes({
   listDescription: 'Each order with its lines.',
 });
 
-export const salesOrderRoutes = [salesOrders.list, create, salesOrders.get, fulfill, cancel];
+export const salesOrderRoutes = [salesOrders.list, create, salesOrders.get, fulfill, cancel, reserve];

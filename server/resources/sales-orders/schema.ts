@@ -14,6 +14,7 @@ export const SalesOrderLine = named('SalesOrderLine', object({
   sku: text({ description: "The item's sku when the order was taken." }),
   quantity: decimal({ sign: 'positive' }),
   price: decimal({ sign: 'nonNegative', description: 'Per unit. Shape A orders take the item\'s `price`.', example: 12.5 }),
+  quantityReserved: decimal({ sign: 'nonNegative', description: 'Held for this line by its open reservations, at any location (see `GET /reservations?salesOrderId=`).' }),
 }));
 export type SalesOrderLine = Infer<typeof SalesOrderLine>;
 
@@ -40,6 +41,8 @@ const numbers = {
     min: 1, max: 255,
     description: 'Optional: the order\'s id in your shop or ERP, unique in your account: a retry of the same order is a 409 naming the existing one.',
   }))),
+  locationId: optional(nullable(id('Optional: a location of your account where every line is reserved at once, all or nothing: if any line '
+    + 'is short there the create is a 409 naming each short line (`shortages`) and nothing is written. Absent, nothing is reserved.'))),
 };
 const customerId = id('A customer of your account.');
 const quantity = decimal({ sign: 'positive', description: 'Greater than 0, at most 6 decimal places.', example: 5 });
@@ -110,6 +113,11 @@ export const FulfillSalesOrder = named('FulfillSalesOrder', object({
   locationId: id('A location of your account: every line is taken out of stock there.'),
 }));
 export type FulfillSalesOrder = Infer<typeof FulfillSalesOrder>;
+
+export const ReserveSalesOrder = named('ReserveSalesOrder', object({
+  locationId: id('A location of your account: what each line has not reserved yet is reserved there.'),
+}));
+export type ReserveSalesOrder = Infer<typeof ReserveSalesOrder>;
 
 export const SalesOrderListQuery = listQuery({
   status: optional(describe(enums([...SALES_ORDER_STATUSES]), { description: 'Only orders in this status.' })),

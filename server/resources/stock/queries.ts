@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { findOwned, insertOwned, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
-import type { MovementRow } from './ledger.ts';
+import { snapshot, type MovementRow } from '../../../db/stock.ts';
+import type { LevelSnapshot } from '../../../shared/stock.ts';
 import type {
   StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery, StockMovementListQuery, StockTransfer,
   StockTransferListQuery,
@@ -11,6 +12,8 @@ export interface StockLevelRow extends OwnedRow {
   item_id: string;
   location_id: string;
   quantity: number;
+  reserved: number;
+  incoming: number;
 }
 
 export interface AdjustmentRow extends OwnedRow {
@@ -19,6 +22,8 @@ export interface AdjustmentRow extends OwnedRow {
   quantity: number;
   reason: string;
   level_after: number;
+  reserved_after: number;
+  incoming_after: number;
   created_by: string;
 }
 
@@ -29,13 +34,26 @@ export interface TransferRow extends OwnedRow {
   quantity: number;
   reason: string | null;
   from_level_after: number;
+  from_reserved_after: number;
+  from_incoming_after: number;
   to_level_after: number;
+  to_reserved_after: number;
+  to_incoming_after: number;
   created_by: string;
 }
 
 export function toStockLevel(row: StockLevelRow): StockLevel {
-  return { itemId: row.item_id, locationId: row.location_id, quantity: row.quantity, updatedAt: row.updated_at };
+  return { itemId: row.item_id, locationId: row.location_id, ...snapshot(row), updatedAt: row.updated_at };
 }
+
+/** A level snapshot as a record's columns: `<prefix>level_after`, `<prefix>reserved_after`, `<prefix>incoming_after`. */
+const snapshotColumns = (level: LevelSnapshot, prefix = '') => ({
+  [`${prefix}level_after`]: String(level.quantity),
+  [`${prefix}reserved_after`]: String(level.reserved),
+  [`${prefix}incoming_after`]: String(level.incoming),
+});
+
+type Written<Row> = Omit<Row, 'account_id' | 'created_at' | 'updated_at'>;
 
 export function toAdjustment(row: AdjustmentRow): StockAdjustment {
   return {
@@ -44,7 +62,7 @@ export function toAdjustment(row: AdjustmentRow): StockAdjustment {
     locationId: row.location_id,
     quantity: row.quantity,
     reason: row.reason,
-    stockLevel: { quantity: row.level_after },
+    stockLevel: snapshot({ quantity: row.level_after, reserved: row.reserved_after, incoming: row.incoming_after }),
     createdBy: row.created_by,
     createdAt: row.created_at,
   };
@@ -58,7 +76,10 @@ export function toTransfer(row: TransferRow): StockTransfer {
     toLocationId: row.to_location_id,
     quantity: row.quantity,
     reason: row.reason,
-    stockLevels: { from: { quantity: row.from_level_after }, to: { quantity: row.to_level_after } },
+    stockLevels: {
+      from: snapshot({ quantity: row.from_level_after, reserved: row.from_reserved_after, incoming: row.from_incoming_after }),
+      to: snapshot({ quantity: row.to_level_after, reserved: row.to_reserved_after, incoming: row.to_incoming_after }),
+    },
     createdBy: row.created_by,
     createdAt: row.created_at,
   };
@@ -68,6 +89,7 @@ export function listStockLevels(db: Knex, accountId: string, filters: StockLevel
   return listOwned<StockLevelRow>(db, 'stock_levels', accountId, page, (query) => {
     whereId(query, 'item_id', filters.itemId);
     whereId(query, 'location_id', filters.locationId);
+    if (filters.oversold !== undefined) query.whereRaw(filters.oversold ? 'quantity < reserved' : 'quantity >= reserved');
   });
 }
 
@@ -79,8 +101,13 @@ export function listStockMovements(db: Knex, accountId: string, filters: StockMo
   });
 }
 
-export async function insertAdjustment(db: Knex, accountId: string, values: Omit<AdjustmentRow, 'account_id' | 'created_at' | 'updated_at'>): Promise<AdjustmentRow> {
-  return (await insertOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, { ...values, quantity: String(values.quantity) }))!;
+export async function insertAdjustment(
+  db: Knex,
+  accountId: string,
+  values: Omit<Written<AdjustmentRow>, 'level_after' | 'reserved_after' | 'incoming_after'>,
+  level: LevelSnapshot,
+): Promise<AdjustmentRow> {
+  return (await insertOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, { ...values, quantity: String(values.quantity), ...snapshotColumns(level) }))!;
 }
 
 export const findAdjustment = (db: Knex, accountId: string, id: string) => findOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, id);
@@ -92,8 +119,15 @@ export function listAdjustments(db: Knex, accountId: string, filters: StockAdjus
   });
 }
 
-export async function insertTransfer(db: Knex, accountId: string, values: Omit<TransferRow, 'account_id' | 'created_at' | 'updated_at'>): Promise<TransferRow> {
-  return (await insertOwned<TransferRow>(db, 'stock_transfers', accountId, { ...values, quantity: String(values.quantity) }))!;
+export async function insertTransfer(
+  db: Knex,
+  accountId: string,
+  values: Pick<TransferRow, 'id' | 'item_id' | 'from_location_id' | 'to_location_id' | 'quantity' | 'reason' | 'created_by'>,
+  levels: { from: LevelSnapshot; to: LevelSnapshot },
+): Promise<TransferRow> {
+  return (await insertOwned<TransferRow>(db, 'stock_transfers', accountId, {
+    ...values, quantity: String(values.quantity), ...snapshotColumns(levels.from, 'from_'), ...snapshotColumns(levels.to, 'to_'),
+  }))!;
 }
 
 export const findTransfer = (db: Knex, accountId: string, id: string) => findOwned<TransferRow>(db, 'stock_transfers', accountId, id);

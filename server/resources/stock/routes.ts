@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { checkReferences } from '../../framework/references.ts';
 import { listRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute } from '../../framework/route.ts';
-import { moveStock, OVERFLOW_CONFLICT, toMovement } from './ledger.ts';
+import { moveStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT, toMovement } from '../../../db/stock.ts';
 import {
   findAdjustment, findTransfer, insertAdjustment, insertTransfer, listAdjustments, listStockLevels, listStockMovements,
   listTransfers, toAdjustment, toStockLevel, toTransfer,
@@ -13,8 +13,7 @@ import {
 } from './schema.ts';
 
 const tag = 'Stock';
-const insufficient = 'The change would take a stock level below zero; nothing was written. `shortages` lists every level that is short (`itemId`, `locationId`, `available`, `requested`); the first is repeated at the top level. '
-  + OVERFLOW_CONFLICT;
+const insufficient = `${SHORTAGE_CONFLICT} ${OVERFLOW_CONFLICT}`;
 
 const adjustments = readRoutes({
   path: '/stock-adjustments', tag, noun: 'stock adjustment', record: StockAdjustment, query: StockAdjustmentListQuery,
@@ -53,12 +52,12 @@ export const stockRoutes = [
       const [applied] = await moveStock(trx, {
         accountId: auth.accountId, userId: auth.userId, type: 'adjustment', reason: body.reason,
         source: { type: 'stock_adjustment', id },
-        changes: [{ itemId: body.itemId, locationId: body.locationId, quantity: body.quantity }],
+        // A count or a loss: what is physically there, reserved or not.
+        changes: [{ itemId: body.itemId, locationId: body.locationId, quantity: body.quantity, physical: true }],
       });
       return insertAdjustment(trx, auth.accountId, {
-        id, item_id: body.itemId, location_id: body.locationId, quantity: body.quantity, reason: body.reason,
-        level_after: applied!.level, created_by: auth.userId,
-      });
+        id, item_id: body.itemId, location_id: body.locationId, quantity: body.quantity, reason: body.reason, created_by: auth.userId,
+      }, applied!.level);
     }))),
   }),
   adjustments.list,
@@ -88,9 +87,8 @@ export const stockRoutes = [
       });
       return insertTransfer(trx, auth.accountId, {
         id, item_id: body.itemId, from_location_id: body.fromLocationId, to_location_id: body.toLocationId,
-        quantity: body.quantity, reason: body.reason ?? null, from_level_after: from!.level, to_level_after: to!.level,
-        created_by: auth.userId,
-      });
+        quantity: body.quantity, reason: body.reason ?? null, created_by: auth.userId,
+      }, { from: from!.level, to: to!.level });
     }))),
   }),
   transfers.list,

@@ -1,19 +1,30 @@
 import { refine } from 'superstruct';
 import { MAX_DECIMAL } from '../../../shared/decimal.ts';
+import { MOVEMENT_TYPES, SOURCE_TYPES } from '../../../shared/stock.ts';
 import { listQuery } from '../../framework/pagination.ts';
-import { decimal, describe, enums, id, named, nullable, object, optional, text, timestamp, type Infer } from '../../framework/schema.ts';
-
-export const MOVEMENT_TYPES = ['adjustment', 'transfer', 'purchase_receipt', 'production', 'sales_fulfillment'] as const;
-export type MovementType = (typeof MOVEMENT_TYPES)[number];
-export const SOURCE_TYPES = ['stock_adjustment', 'stock_transfer', 'purchase_order', 'production_record', 'sales_order'] as const;
-export type SourceType = (typeof SOURCE_TYPES)[number];
+import {
+  boolean, decimal, describe, enums, id, named, nullable, object, optional, queryBoolean, text, timestamp, type Infer,
+} from '../../framework/schema.ts';
 
 const quantity = (description: string) => decimal({ description });
+
+/** The four numbers of a level (and whether it is oversold), as every answer and event that carries a level has them. */
+const levelNumbers = {
+  quantity: decimal({ sign: 'nonNegative', description: `On hand: always the sum of the movements of this item at this location, from 0 to ${MAX_DECIMAL} (a change past either end is a 409).` }),
+  reserved: decimal({ sign: 'nonNegative', description: 'Promised: the sum of the open reservations here (sales orders and manual holds).' }),
+  available: decimal({ description: '`quantity - reserved`: what can still be sold or promised. Negative only when a count or an adjustment recorded the loss of stock already promised (the level is oversold).' }),
+  incoming: decimal({ sign: 'nonNegative', description: 'Still to be received here on confirmed or on-hold purchase orders.' }),
+  oversold: describe(boolean(), { type: 'boolean', description: '`available` is below zero: more is promised than is on hand.' }),
+};
+
+export const StockLevelSnapshot = named('StockLevelSnapshot', describe(object(levelNumbers), {
+  description: 'A level as it stood once the change applied.',
+}));
 
 export const StockLevel = named('StockLevel', object({
   itemId: id(),
   locationId: id(),
-  quantity: decimal({ sign: 'nonNegative', description: `On hand; always the sum of the movements of this item at this location, from 0 to ${MAX_DECIMAL} (a change past either end is a 409).` }),
+  ...levelNumbers,
   updatedAt: timestamp(),
 }));
 export type StockLevel = Infer<typeof StockLevel>;
@@ -34,14 +45,10 @@ export const StockMovement = named('StockMovement', object({
 }));
 export type StockMovement = Infer<typeof StockMovement>;
 
-const levelAfter = (description: string) => object({
-  quantity: decimal({ sign: 'nonNegative', description }),
-});
-
 /** The `data` of a `stock.adjusted` event: the movement and the level it left. */
 export const StockAdjustedEvent = named('StockAdjustedEvent', object({
   ...StockMovement.schema,
-  stockLevel: levelAfter('The level at this item and location once the movement applied.'),
+  stockLevel: StockLevelSnapshot,
 }));
 export type StockAdjustedEvent = Infer<typeof StockAdjustedEvent>;
 
@@ -51,7 +58,7 @@ export const StockAdjustment = named('StockAdjustment', object({
   locationId: id(),
   quantity: quantity('Signed change; negative reduces stock.'),
   reason: text(),
-  stockLevel: levelAfter('The level at this item and location right after the adjustment.'),
+  stockLevel: StockLevelSnapshot,
   createdBy: id(),
   createdAt: timestamp(),
 }));
@@ -60,7 +67,11 @@ export type StockAdjustment = Infer<typeof StockAdjustment>;
 export const CreateStockAdjustment = named('CreateStockAdjustment', object({
   itemId: id('An item of your account.'),
   locationId: id('A location of your account.'),
-  quantity: decimal({ sign: 'nonZero', description: 'Signed and non-zero: a negative value reduces stock. A change that would take the level below zero is a 409.', example: -3 }),
+  quantity: decimal({
+    sign: 'nonZero', example: -3,
+    description: 'Signed and non-zero: a negative value reduces stock. It records a physical change, so a reduction may take reserved stock '
+      + '(the level is then oversold: `available` below zero); one that would take the level below zero is a 409.',
+  }),
   reason: text({ min: 1, max: 1000, description: 'Free text: damage, cycle count, receiving fix...' }),
 }));
 export type CreateStockAdjustment = Infer<typeof CreateStockAdjustment>;
@@ -73,8 +84,8 @@ export const StockTransfer = named('StockTransfer', object({
   quantity: decimal({ sign: 'positive' }),
   reason: nullable(text()),
   stockLevels: named('StockTransferLevels', object({
-    from: levelAfter('The level at the source location right after the transfer.'),
-    to: levelAfter('The level at the destination location right after the transfer.'),
+    from: StockLevelSnapshot,
+    to: StockLevelSnapshot,
   })),
   createdBy: id(),
   createdAt: timestamp(),
@@ -83,7 +94,7 @@ export type StockTransfer = Infer<typeof StockTransfer>;
 
 export const CreateStockTransfer = named('CreateStockTransfer', refine(object({
   itemId: id('An item of your account.'),
-  fromLocationId: id('Where the stock leaves; it must hold at least `quantity` (409 otherwise).'),
+  fromLocationId: id('Where the stock leaves; at least `quantity` must be available there (not reserved; 409 otherwise).'),
   toLocationId: id('Where the stock arrives; must differ from `fromLocationId`.'),
   quantity: decimal({ sign: 'positive', example: 5 }),
   reason: optional(nullable(text({ max: 1000 }))),
@@ -94,7 +105,11 @@ export type CreateStockTransfer = Infer<typeof CreateStockTransfer>;
 const itemFilter = optional(describe(text({ max: 64 }), { description: 'Only this item.' }));
 const locationFilter = optional(describe(text({ max: 64 }), { description: 'Only this location.' }));
 
-export const StockLevelListQuery = listQuery({ itemId: itemFilter, locationId: locationFilter });
+export const StockLevelListQuery = listQuery({
+  itemId: itemFilter,
+  locationId: locationFilter,
+  oversold: optional(queryBoolean('`true`: only levels where more is reserved than is on hand; `false`: only the others.')),
+});
 export type StockLevelListQuery = Infer<typeof StockLevelListQuery>;
 
 export const StockMovementListQuery = listQuery({

@@ -3,7 +3,7 @@ import { dispatchTo, recordPing } from '../../../db/events.ts';
 import { deliveryJob } from '../../../shared/events.ts';
 import { webhookUrlProblem } from '../../../shared/webhook-urls.ts';
 import { findOwned } from '../../framework/crud.ts';
-import { NotFoundError } from '../../framework/errors.ts';
+import { NotFoundError } from '../../../shared/errors.ts';
 import { listOf, pageReply, pageRequest, withRememberedStart } from '../../framework/pagination.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
 import { accepted, created, defineRoute, noContent, ok, type Resolution, type RouteDeps, type RouteInput } from '../../framework/route.ts';
