@@ -318,21 +318,33 @@ const deltaColumns = (deltas: LevelDelta[]) => [
 
 /**
  * A few levels that must all exist already (nothing is added to them: removals, reservations and their release),
- * in one statement: each changes only if every check holds, in the global order (the deltas come sorted, and for
- * so few the planner joins them by a nested loop, which locks in that order). A level missing from the answer was
- * refused: the 409 says why, after reading them.
+ * in one statement: each changes only if every check holds. A level missing from the answer was refused: the 409
+ * says why, after reading them.
  */
 const EXISTING_AT_ONCE = 50;
 
+/**
+ * The deltas (`d`, from unnest of deltaColumns) and their levels locked in the global order (`l`), whatever plan the
+ * statement gets: an update joined to the deltas locks rows in the order its plan meets them, which changes with
+ * the table's size and statistics, and two statements planned differently would deadlock. Every row the statement
+ * updates comes through `l`, which locks it first.
+ */
+const LOCKED_DELTAS = `d as (
+    select * from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
+  ), l as (
+    select s.id from stock_levels s join d on s.item_id = d.item_id and s.location_id = d.location_id
+    where s.account_id = ?::uuid order by s.item_id, s.location_id for update of s
+  )`;
+
+/** The update of the levels in `l` by `d`, each only if every check holds. */
+const UPDATE_LOCKED = `update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
+    incoming = greatest(s.incoming + d.di, 0), updated_at = now()
+  from l, d
+  where s.id = l.id and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
+  returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`;
+
 async function changeExisting(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<Map<string, LevelRow>> {
-  const { rows } = await trx.raw<{ rows: LevelRow[] }>(
-    `update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
-       incoming = greatest(s.incoming + d.di, 0), updated_at = now()
-     from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
-     where s.account_id = ?::uuid and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
-     returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`,
-    [...deltaColumns(deltas), accountId] as Knex.Value[],
-  );
+  const { rows } = await trx.raw<{ rows: LevelRow[] }>(`with ${LOCKED_DELTAS} ${UPDATE_LOCKED}`, [...deltaColumns(deltas), accountId] as Knex.Value[]);
   if (rows.length < deltas.length) throw await explainRefusals(trx, accountId, deltas);
   return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row]));
 }
@@ -344,13 +356,7 @@ async function changeExisting(trx: Knex.Transaction, accountId: string, deltas: 
 async function reserveExisting(trx: Knex.Transaction, op: StockOperation, deltas: LevelDelta[]): Promise<{ levels: Map<string, LevelRow>; reserved: ReservationRow[] }> {
   const reserve = op.reserve!;
   const { rows } = await trx.raw<{ rows: Array<ReservationRow & { level_quantity: number; level_reserved: number; level_incoming: number }> }>(
-    `with lv as (
-       update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
-         incoming = greatest(s.incoming + d.di, 0), updated_at = now()
-       from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
-       where s.account_id = ?::uuid and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
-       returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming
-     ), rs as (
+    `with ${LOCKED_DELTAS}, lv as (${UPDATE_LOCKED}), rs as (
        insert into reservations (account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
          reference, expires_at, created_by)
        select ?::uuid, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference,
