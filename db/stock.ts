@@ -482,36 +482,49 @@ async function insertReservations(trx: Knex.Transaction, op: StockOperation): Pr
 }
 
 /**
- * Closes reservations: a whole one changes status; a part splits off as a closed reservation of its own (with the
- * same source), the rest staying open under its id.
+ * Closes reservations, wholly or in parts (a fulfilment may consume part of one and release the rest). A part
+ * splits off as a closed reservation of its own, with the same source, the rest staying open under its id; the
+ * last part of a reservation closed in full is the reservation itself, under its id.
  */
 async function closeReservations(trx: Knex.Transaction, closing: ClosingReservation[]): Promise<ReservationRow[]> {
   if (closing.length === 0) return [];
-  const whole = closing.filter((entry) => toMicros(entry.quantity) === toMicros(entry.row.quantity));
-  const parts = closing.filter((entry) => !whole.includes(entry));
+  const byRow = new Map<string, ClosingReservation[]>();
+  for (const entry of closing) byRow.set(entry.row.id, [...byRow.get(entry.row.id) ?? [], entry]);
+  const finals: ClosingReservation[] = [];
+  const splits: ClosingReservation[] = [];
+  const reduced: Array<{ id: string; quantity: string }> = [];
+  const sum = (entries: ClosingReservation[]) => entries.reduce((total, entry) => total + toMicros(entry.quantity), 0n);
+  for (const entries of byRow.values()) {
+    const whole = sum(entries) === toMicros(entries[0]!.row.quantity);
+    const parts = whole ? entries.slice(0, -1) : entries;
+    if (whole) finals.push(entries.at(-1)!);
+    splits.push(...parts);
+    if (parts.length) reduced.push({ id: entries[0]!.row.id, quantity: microsToText(sum(parts)) });
+  }
   const closed: ReservationRow[] = [];
-  if (whole.length) {
+  if (reduced.length) {
+    await trx.raw(
+      `update reservations r set quantity = r.quantity - c.quantity, updated_at = now()
+       from json_to_recordset(?::json) as c(id uuid, quantity numeric) where r.id = c.id and r.status = 'open'`,
+      [JSON.stringify(reduced)],
+    );
+  }
+  if (splits.length) {
+    closed.push(...await trx('reservations').insert(splits.map(({ row, quantity, as, reason }) => ({
+      account_id: row.account_id, item_id: row.item_id, location_id: row.location_id, quantity: String(quantity),
+      status: as, release_reason: reason, source_type: row.source_type, sales_order_id: row.sales_order_id,
+      sales_order_line_id: row.sales_order_line_id, reference: row.reference, expires_at: row.expires_at, created_by: row.created_by,
+    }))).returning('*') as ReservationRow[]);
+  }
+  if (finals.length) {
     const { rows } = await trx.raw<{ rows: ReservationRow[] }>(
       `update reservations r set status = c.status, release_reason = c.reason, updated_at = now()
        from json_to_recordset(?::json) as c(id uuid, status text, reason text)
        where r.id = c.id and r.status = 'open'
        returning r.*`,
-      [JSON.stringify(whole.map((entry) => ({ id: entry.row.id, status: entry.as, reason: entry.reason })))],
+      [JSON.stringify(finals.map((entry) => ({ id: entry.row.id, status: entry.as, reason: entry.reason })))],
     );
     closed.push(...rows);
-  }
-  if (parts.length) {
-    await trx.raw(
-      `update reservations r set quantity = r.quantity - c.quantity, updated_at = now()
-       from json_to_recordset(?::json) as c(id uuid, quantity numeric) where r.id = c.id and r.status = 'open'`,
-      [JSON.stringify(parts.map((entry) => ({ id: entry.row.id, quantity: String(entry.quantity) })))],
-    );
-    const split: ReservationRow[] = await trx('reservations').insert(parts.map(({ row, quantity, as, reason }) => ({
-      account_id: row.account_id, item_id: row.item_id, location_id: row.location_id, quantity: String(quantity),
-      status: as, release_reason: reason, source_type: row.source_type, sales_order_id: row.sales_order_id,
-      sales_order_line_id: row.sales_order_line_id, reference: row.reference, expires_at: row.expires_at, created_by: row.created_by,
-    }))).returning('*');
-    closed.push(...split);
   }
   return closed;
 }
