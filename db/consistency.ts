@@ -3,7 +3,8 @@
 // - Stock: every level equals the sum of its movements (and a movement never exists without its level), and no
 //   level is negative.
 // - Reservations: every level's `reserved` equals the sum of its open reservations; no open reservation is more than
-//   a minute past its expiry without the job that releases it, or held for an order that is no longer open.
+//   a minute past its expiry without the job that releases it, or held for an order that is no longer open; no
+//   order line holds more than it still needs.
 // - Incoming: every level's `incoming` equals what the confirmed and on-hold purchase orders still bring there.
 // - Fan-out: every event has a dispatch row for each enabled subscription that wanted its kind and was last
 //   created or changed before the event, unless its fan-out job is still pending. (A subscription changed after
@@ -42,6 +43,80 @@ async function rows(db: Knex, sql: string, bindings: unknown[] = []): Promise<Ro
 
 async function count(db: Knex, sql: string, bindings: unknown[] = []): Promise<number> {
   return Number((await rows(db, sql, bindings))[0]!.n);
+}
+
+/** Fulfilments of sales orders and receipts of purchase orders: records of parts of order lines, with their movements. */
+interface PartFlow {
+  noun: string;
+  orders: string;
+  lines: string;
+  orderId: string;
+  done: string;
+  records: string;
+  recordLines: string;
+  recordId: string;
+  lineId: string;
+  movement: string;
+  /** -1: the movements take stock out. */
+  sign: number;
+  /** Movements of orders taken in one go before the records existed name the order. */
+  legacySource: string;
+  /** Statuses in which nothing, something but not everything, and everything has been taken. */
+  none: string[];
+  some: string[];
+  all: string[];
+}
+
+const PART_FLOWS: PartFlow[] = [
+  {
+    noun: 'sales order', orders: 'sales_orders', lines: 'sales_order_lines', orderId: 'sales_order_id', done: 'quantity_fulfilled',
+    records: 'sales_fulfillments', recordLines: 'sales_fulfillment_lines', recordId: 'fulfillment_id', lineId: 'sales_order_line_id',
+    movement: 'sales_fulfillment', sign: -1, legacySource: 'sales_order',
+    none: ['open'], some: ['partially_fulfilled'], all: ['fulfilled'],
+  },
+  {
+    noun: 'purchase order', orders: 'purchase_orders', lines: 'purchase_order_lines', orderId: 'purchase_order_id', done: 'quantity_received',
+    records: 'purchase_receipts', recordLines: 'purchase_receipt_lines', recordId: 'receipt_id', lineId: 'purchase_order_line_id',
+    movement: 'purchase_receipt', sign: 1, legacySource: 'purchase_order',
+    none: ['draft', 'confirmed'], some: ['partially_received'], all: [],
+  },
+];
+
+const list = (values: string[]) => (values.length ? values.map((value) => `'${value}'`).join(', ') : 'null');
+
+async function partProblems(db: Knex, flow: PartFlow): Promise<string[]> {
+  const problems: string[] = [];
+  const unsummed = await rows(db, `
+    select l.id, l.${flow.orderId} as order_id, l.${flow.done} as done, coalesce(sum(p.quantity), 0) as parts
+    from ${flow.lines} l left join ${flow.recordLines} p on p.${flow.lineId} = l.id
+    group by l.id having l.${flow.done} <> coalesce(sum(p.quantity), 0)`);
+  for (const row of unsummed) problems.push(`line ${row.id} of ${flow.noun} ${row.order_id} has ${row.done} taken, its parts sum to ${row.parts}`);
+  // Per order and item: lines of one item on one order are one quantity to the ledger.
+  const unmoved = await rows(db, `
+    with taken as (
+      select l.account_id, l.${flow.orderId} as order_id, l.item_id, sum(l.${flow.done}) as taken
+      from ${flow.lines} l group by 1, 2, 3
+    ), moved as (
+      select m.account_id, coalesce(r.${flow.orderId}, m.source_id) as order_id, m.item_id, ${flow.sign} * sum(m.quantity) as moved
+      from stock_movements m left join ${flow.records} r on m.source_type = '${flow.movement}' and r.id = m.source_id
+      where m.type = '${flow.movement}' and (m.source_type = '${flow.movement}' or m.source_type = '${flow.legacySource}')
+      group by 1, 2, 3
+    )
+    select coalesce(t.order_id, m.order_id) as order_id, coalesce(t.item_id, m.item_id) as item_id, coalesce(t.taken, 0) as taken,
+           coalesce(m.moved, 0) as moved
+    from taken t full join moved m on m.account_id = t.account_id and m.order_id = t.order_id and m.item_id = t.item_id
+    where coalesce(t.taken, 0) <> coalesce(m.moved, 0)`);
+  for (const row of unmoved) {
+    problems.push(`${flow.noun} ${row.order_id} has ${row.taken} of item ${row.item_id} taken by its lines, its movements say ${row.moved}`);
+  }
+  const misstated = await rows(db, `
+    select o.id, o.status, bool_and(l.${flow.done} = 0) as none, bool_and(l.${flow.done} = l.quantity) as every
+    from ${flow.orders} o join ${flow.lines} l on l.${flow.orderId} = o.id group by o.id
+    having (o.status in (${list(flow.none)}) and not bool_and(l.${flow.done} = 0))
+        or (o.status in (${list(flow.some)}) and (bool_and(l.${flow.done} = 0) or bool_and(l.${flow.done} = l.quantity)))
+        or (o.status in (${list(flow.all)}) and not bool_and(l.${flow.done} = l.quantity))`);
+  for (const row of misstated) problems.push(`${flow.noun} ${row.id} is ${row.status}, which its lines contradict`);
+  return problems;
 }
 
 export async function checkConsistency(db: Knex): Promise<ConsistencyReport> {
@@ -90,15 +165,23 @@ export async function checkConsistency(db: Knex): Promise<ConsistencyReport> {
   for (const row of overdue) problems.push(`reservation ${row.id} expired at ${row.expires_at} and is still open, with no job to release it`);
   const orphaned = await rows(db, `
     select r.id, o.id as order_id, o.status from reservations r join sales_orders o on o.id = r.sales_order_id
-    where r.status = 'open' and o.status <> 'open'`);
+    where r.status = 'open' and o.status not in ('open', 'partially_fulfilled')`);
   for (const row of orphaned) problems.push(`reservation ${row.id} is open for sales order ${row.order_id}, which is ${row.status}`);
-  checked.push(`reservations: ${reservations} open; every level's reserved is the sum of its open reservations, none overdue or held for a closed order`);
+  const overheld = await rows(db, `
+    select l.id, l.sales_order_id, l.quantity - l.quantity_fulfilled as needs, sum(r.quantity) as held
+    from sales_order_lines l join reservations r on r.sales_order_line_id = l.id and r.status = 'open'
+    group by l.id having sum(r.quantity) > l.quantity - l.quantity_fulfilled`);
+  for (const row of overheld) {
+    problems.push(`line ${row.id} of sales order ${row.sales_order_id} holds ${row.held} in open reservations but needs only ${row.needs}`);
+  }
+  checked.push(`reservations: ${reservations} open; every level's reserved is the sum of its open reservations, none overdue, `
+    + 'held for an order no longer open, or more than its line still needs');
 
   const expecting = await rows(db, `
     with expected as (
-      select o.account_id, l.item_id, o.location_id, sum(l.quantity) as expected
+      select o.account_id, l.item_id, o.location_id, sum(l.quantity - l.quantity_received) as expected
       from purchase_orders o join purchase_order_lines l on l.purchase_order_id = o.id
-      where o.status in ('confirmed', 'on_hold') group by 1, 2, 3
+      where o.status in ('confirmed', 'partially_received', 'on_hold') group by 1, 2, 3
     )
     select coalesce(l.account_id, e.account_id) as account_id, coalesce(l.item_id, e.item_id) as item_id,
            coalesce(l.location_id, e.location_id) as location_id, l.incoming, coalesce(e.expected, 0) as expected
@@ -107,9 +190,13 @@ export async function checkConsistency(db: Knex): Promise<ConsistencyReport> {
     where coalesce(l.incoming, 0) is distinct from least(coalesce(e.expected, 0), 999999999.999999)`);
   for (const row of expecting) {
     problems.push(`stock level of item ${row.item_id} at location ${row.location_id} (account ${row.account_id}) has ` +
-      `${row.incoming ?? 'no level, so nothing'} incoming, its confirmed and on-hold purchase orders bring ${row.expected}`);
+      `${row.incoming ?? 'no level, so nothing'} incoming, its expected purchase orders still bring ${row.expected}`);
   }
-  checked.push('incoming: every level\'s incoming is what its confirmed and on-hold purchase orders still bring');
+  checked.push('incoming: every level\'s incoming is what its confirmed, partially received and on-hold purchase orders still bring');
+
+  for (const flow of PART_FLOWS) problems.push(...await partProblems(db, flow));
+  checked.push('fulfilments and receipts: every line\'s quantityFulfilled and quantityReceived is the sum of its parts and of their '
+    + 'movements, and every order\'s status agrees with its lines');
 
   const events = await count(db, 'select count(*) as n from events where type <> ?', [PING_EVENT]);
   const undispatched = await rows(db, `

@@ -318,21 +318,33 @@ const deltaColumns = (deltas: LevelDelta[]) => [
 
 /**
  * A few levels that must all exist already (nothing is added to them: removals, reservations and their release),
- * in one statement: each changes only if every check holds, in the global order (the deltas come sorted, and for
- * so few the planner joins them by a nested loop, which locks in that order). A level missing from the answer was
- * refused: the 409 says why, after reading them.
+ * in one statement: each changes only if every check holds. A level missing from the answer was refused: the 409
+ * says why, after reading them.
  */
 const EXISTING_AT_ONCE = 50;
 
+/**
+ * The deltas (`d`, from unnest of deltaColumns) and their levels locked in the global order (`l`), whatever plan the
+ * statement gets: an update joined to the deltas locks rows in the order its plan meets them, which changes with
+ * the table's size and statistics, and two statements planned differently would deadlock. Every row the statement
+ * updates comes through `l`, which locks it first.
+ */
+const LOCKED_DELTAS = `d as (
+    select * from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
+  ), l as (
+    select s.id from stock_levels s join d on s.item_id = d.item_id and s.location_id = d.location_id
+    where s.account_id = ?::uuid order by s.item_id, s.location_id for update of s
+  )`;
+
+/** The update of the levels in `l` by `d`, each only if every check holds. */
+const UPDATE_LOCKED = `update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
+    incoming = greatest(s.incoming + d.di, 0), updated_at = now()
+  from l, d
+  where s.id = l.id and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
+  returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`;
+
 async function changeExisting(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<Map<string, LevelRow>> {
-  const { rows } = await trx.raw<{ rows: LevelRow[] }>(
-    `update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
-       incoming = greatest(s.incoming + d.di, 0), updated_at = now()
-     from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
-     where s.account_id = ?::uuid and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
-     returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`,
-    [...deltaColumns(deltas), accountId] as Knex.Value[],
-  );
+  const { rows } = await trx.raw<{ rows: LevelRow[] }>(`with ${LOCKED_DELTAS} ${UPDATE_LOCKED}`, [...deltaColumns(deltas), accountId] as Knex.Value[]);
   if (rows.length < deltas.length) throw await explainRefusals(trx, accountId, deltas);
   return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row]));
 }
@@ -344,13 +356,7 @@ async function changeExisting(trx: Knex.Transaction, accountId: string, deltas: 
 async function reserveExisting(trx: Knex.Transaction, op: StockOperation, deltas: LevelDelta[]): Promise<{ levels: Map<string, LevelRow>; reserved: ReservationRow[] }> {
   const reserve = op.reserve!;
   const { rows } = await trx.raw<{ rows: Array<ReservationRow & { level_quantity: number; level_reserved: number; level_incoming: number }> }>(
-    `with lv as (
-       update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
-         incoming = greatest(s.incoming + d.di, 0), updated_at = now()
-       from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
-       where s.account_id = ?::uuid and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
-       returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming
-     ), rs as (
+    `with ${LOCKED_DELTAS}, lv as (${UPDATE_LOCKED}), rs as (
        insert into reservations (account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
          reference, expires_at, created_by)
        select ?::uuid, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference,
@@ -476,36 +482,49 @@ async function insertReservations(trx: Knex.Transaction, op: StockOperation): Pr
 }
 
 /**
- * Closes reservations: a whole one changes status; a part splits off as a closed reservation of its own (with the
- * same source), the rest staying open under its id.
+ * Closes reservations, wholly or in parts (a fulfilment may consume part of one and release the rest). A part
+ * splits off as a closed reservation of its own, with the same source, the rest staying open under its id; the
+ * last part of a reservation closed in full is the reservation itself, under its id.
  */
 async function closeReservations(trx: Knex.Transaction, closing: ClosingReservation[]): Promise<ReservationRow[]> {
   if (closing.length === 0) return [];
-  const whole = closing.filter((entry) => toMicros(entry.quantity) === toMicros(entry.row.quantity));
-  const parts = closing.filter((entry) => !whole.includes(entry));
+  const byRow = new Map<string, ClosingReservation[]>();
+  for (const entry of closing) byRow.set(entry.row.id, [...byRow.get(entry.row.id) ?? [], entry]);
+  const finals: ClosingReservation[] = [];
+  const splits: ClosingReservation[] = [];
+  const reduced: Array<{ id: string; quantity: string }> = [];
+  const sum = (entries: ClosingReservation[]) => entries.reduce((total, entry) => total + toMicros(entry.quantity), 0n);
+  for (const entries of byRow.values()) {
+    const whole = sum(entries) === toMicros(entries[0]!.row.quantity);
+    const parts = whole ? entries.slice(0, -1) : entries;
+    if (whole) finals.push(entries.at(-1)!);
+    splits.push(...parts);
+    if (parts.length) reduced.push({ id: entries[0]!.row.id, quantity: microsToText(sum(parts)) });
+  }
   const closed: ReservationRow[] = [];
-  if (whole.length) {
+  if (reduced.length) {
+    await trx.raw(
+      `update reservations r set quantity = r.quantity - c.quantity, updated_at = now()
+       from json_to_recordset(?::json) as c(id uuid, quantity numeric) where r.id = c.id and r.status = 'open'`,
+      [JSON.stringify(reduced)],
+    );
+  }
+  if (splits.length) {
+    closed.push(...await trx('reservations').insert(splits.map(({ row, quantity, as, reason }) => ({
+      account_id: row.account_id, item_id: row.item_id, location_id: row.location_id, quantity: String(quantity),
+      status: as, release_reason: reason, source_type: row.source_type, sales_order_id: row.sales_order_id,
+      sales_order_line_id: row.sales_order_line_id, reference: row.reference, expires_at: row.expires_at, created_by: row.created_by,
+    }))).returning('*') as ReservationRow[]);
+  }
+  if (finals.length) {
     const { rows } = await trx.raw<{ rows: ReservationRow[] }>(
       `update reservations r set status = c.status, release_reason = c.reason, updated_at = now()
        from json_to_recordset(?::json) as c(id uuid, status text, reason text)
        where r.id = c.id and r.status = 'open'
        returning r.*`,
-      [JSON.stringify(whole.map((entry) => ({ id: entry.row.id, status: entry.as, reason: entry.reason })))],
+      [JSON.stringify(finals.map((entry) => ({ id: entry.row.id, status: entry.as, reason: entry.reason })))],
     );
     closed.push(...rows);
-  }
-  if (parts.length) {
-    await trx.raw(
-      `update reservations r set quantity = r.quantity - c.quantity, updated_at = now()
-       from json_to_recordset(?::json) as c(id uuid, quantity numeric) where r.id = c.id and r.status = 'open'`,
-      [JSON.stringify(parts.map((entry) => ({ id: entry.row.id, quantity: String(entry.quantity) })))],
-    );
-    const split: ReservationRow[] = await trx('reservations').insert(parts.map(({ row, quantity, as, reason }) => ({
-      account_id: row.account_id, item_id: row.item_id, location_id: row.location_id, quantity: String(quantity),
-      status: as, release_reason: reason, source_type: row.source_type, sales_order_id: row.sales_order_id,
-      sales_order_line_id: row.sales_order_line_id, reference: row.reference, expires_at: row.expires_at, created_by: row.created_by,
-    }))).returning('*');
-    closed.push(...split);
   }
   return closed;
 }

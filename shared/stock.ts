@@ -5,7 +5,13 @@ import { isRecord } from './guards.ts';
 export const MOVEMENT_TYPES = ['adjustment', 'transfer', 'purchase_receipt', 'production', 'sales_fulfillment'] as const;
 export type MovementType = (typeof MOVEMENT_TYPES)[number];
 
-export const SOURCE_TYPES = ['stock_adjustment', 'stock_transfer', 'purchase_order', 'production_record', 'sales_order'] as const;
+/**
+ * What caused a movement. Fulfilments and receipts are `sales_fulfillment` and `purchase_receipt`; the movements of
+ * orders fulfilled or closed before those records existed name the order itself (`sales_order`, `purchase_order`).
+ */
+export const SOURCE_TYPES = [
+  'stock_adjustment', 'stock_transfer', 'purchase_receipt', 'production_record', 'sales_fulfillment', 'purchase_order', 'sales_order',
+] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
 
 export const RESERVATION_STATUSES = ['open', 'consumed', 'released'] as const;

@@ -59,6 +59,9 @@ const scenarios: Record<string, Scenario> = {
   createSalesOrder: { prepare: async (s) => ({ path: '/sales-orders', body: { customerId: s.customerId, lineItems: [{ itemId: s.itemId, quantity: 2 }] } }) },
   fulfillSalesOrder: { prepare: async (s) => ({ path: `/sales-orders/${await salesOrder(s)}/fulfill`, body: { locationId: s.mainId } }) },
   cancelSalesOrder: { prepare: async (s) => ({ path: `/sales-orders/${await salesOrder(s)}/cancel` }) },
+  createSalesFulfillment: {
+    prepare: async (s) => ({ path: `/sales-orders/${await salesOrder(s)}/fulfillments`, body: { locationId: s.mainId, reference: 'UPS 1' } }),
+  },
   reserveSalesOrder: { prepare: async (s) => ({ path: `/sales-orders/${await salesOrder(s)}/reserve`, body: { locationId: s.mainId } }) },
   createReservation: { prepare: async (s) => ({ path: '/reservations', body: { itemId: s.itemId, locationId: s.mainId, quantity: 2, reference: 'cart-7' } }) },
   createPurchaseOrder: { prepare: async (s) => ({ path: '/purchase-orders', body: { supplierName: 'Acme', locationId: s.mainId, lines: [{ itemId: s.itemId, quantity: 5, unitCost: 0.1 }] } }) },
@@ -69,6 +72,13 @@ const scenarios: Record<string, Scenario> = {
       const id = await purchaseOrder(s);
       await s.api.post(`/purchase-orders/${id}/confirm`);
       return { path: `/purchase-orders/${id}/close` };
+    },
+  },
+  createPurchaseReceipt: {
+    prepare: async (s) => {
+      const id = await purchaseOrder(s);
+      await s.api.post(`/purchase-orders/${id}/confirm`);
+      return { path: `/purchase-orders/${id}/receipts`, body: { reference: 'DN-7' } };
     },
   },
   cancelPurchaseOrder: { prepare: async (s) => ({ path: `/purchase-orders/${await purchaseOrder(s)}/cancel` }) },

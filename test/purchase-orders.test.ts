@@ -34,7 +34,13 @@ const orderBody = (s: Setup, extra: Record<string, unknown> = {}) => ({
 });
 
 const createOrder = (s: Setup, extra: Record<string, unknown> = {}) => s.api.post('/purchase-orders', orderBody(s, extra));
-const transition = (s: Setup, id: string, operation: string) => s.api.post(`/purchase-orders/${id}/${operation}`);
+/** An operation of the life cycle; `receive` takes in one unit of the first line. */
+async function transition(s: Setup, id: string, operation: string) {
+  if (operation !== 'receive') return s.api.post(`/purchase-orders/${id}/${operation}`);
+  const { body: order } = await s.api.get(`/purchase-orders/${id}`);
+  const receipt = await s.api.post(`/purchase-orders/${id}/receipts`, { lines: [{ lineId: order.lines?.[0]?.id ?? id, quantity: 1 }] });
+  return receipt.status === 201 ? { ...receipt, status: 200, body: receipt.body.purchaseOrder } : receipt;
+}
 
 async function level(s: Setup, itemId: string, locationId = s.mainId): Promise<number> {
   const { body } = await s.api.get(`/stock-levels?itemId=${itemId}&locationId=${locationId}`);
@@ -44,20 +50,25 @@ async function level(s: Setup, itemId: string, locationId = s.mainId): Promise<n
 const TABLES = ['purchase_orders', 'purchase_order_lines', 'stock_movements', 'events'];
 const footprint = (accountId: string) => countRows(h.db, accountId, TABLES);
 
-// The contract's table, written out here independently of the code's: `null` is a 409.
-const OPERATIONS = ['confirm', 'hold', 'close', 'cancel'] as const;
+// The contract's table, written out here independently of the code's: `null` is a 409. `receive` is a receipt of
+// part of the order (POST /receipts); from `on_hold`, `confirm` returns to where it was held from.
+const OPERATIONS = ['confirm', 'hold', 'receive', 'close', 'cancel'] as const;
 const CONTRACT: Record<string, Record<(typeof OPERATIONS)[number], string | null>> = {
-  draft: { confirm: 'confirmed', hold: 'on_hold', close: null, cancel: 'cancelled' },
-  confirmed: { confirm: null, hold: 'on_hold', close: 'closed', cancel: 'cancelled' },
-  on_hold: { confirm: 'confirmed', hold: null, close: null, cancel: 'cancelled' },
-  closed: { confirm: null, hold: null, close: null, cancel: null },
-  cancelled: { confirm: null, hold: null, close: null, cancel: null },
+  draft: { confirm: 'confirmed', hold: 'on_hold', receive: null, close: null, cancel: 'cancelled' },
+  confirmed: { confirm: null, hold: 'on_hold', receive: 'partially_received', close: 'closed', cancel: 'cancelled' },
+  partially_received: { confirm: null, hold: 'on_hold', receive: 'partially_received', close: 'closed', cancel: 'cancelled' },
+  on_hold: { confirm: 'confirmed', hold: null, receive: null, close: null, cancel: 'cancelled' },
+  on_hold_received: { confirm: 'partially_received', hold: null, receive: null, close: null, cancel: 'cancelled' },
+  closed: { confirm: null, hold: null, receive: null, close: null, cancel: null },
+  cancelled: { confirm: null, hold: null, receive: null, close: null, cancel: null },
 };
 // How to reach each status from draft through the API.
 const PATH_TO: Record<string, string[]> = {
   draft: [],
   confirmed: ['confirm'],
+  partially_received: ['confirm', 'receive'],
   on_hold: ['hold'],
+  on_hold_received: ['confirm', 'receive', 'hold'],
   closed: ['confirm', 'close'],
   cancelled: ['cancel'],
 };
@@ -68,13 +79,16 @@ test('create answers 201 in draft with its lines and an exact total; GET and the
   const { status, body } = await createOrder(s);
 
   t.is(status, 201);
-  t.deepEqual(Object.keys(body).sort(), ['createdAt', 'expectedDate', 'id', 'lines', 'locationId', 'reference', 'status', 'supplierName', 'total', 'updatedAt']);
+  t.deepEqual(Object.keys(body).sort(), [
+    'createdAt', 'expectedDate', 'id', 'lines', 'locationId', 'receipts', 'reference', 'status', 'supplierName', 'total', 'updatedAt',
+  ]);
+  t.deepEqual(body.receipts, []);
   t.like(body, { supplierName: 'Acme Fasteners', locationId: s.mainId, status: 'draft', expectedDate: '2026-12-01', reference: 'ACME-4711' });
   t.is(body.total, 0.95, '3 × 0.1 + 2.5 × 0.2 + 1 × 0.15, exactly');
   t.deepEqual(body.lines.map(({ id, ...line }: { id: string }) => line), [
-    { itemId: s.boltId, quantity: 3, unitCost: 0.1 },
-    { itemId: s.nutId, quantity: 2.5, unitCost: 0.2 },
-    { itemId: s.boltId, quantity: 1, unitCost: 0.15 },
+    { itemId: s.boltId, quantity: 3, unitCost: 0.1, quantityReceived: 0 },
+    { itemId: s.nutId, quantity: 2.5, unitCost: 0.2, quantityReceived: 0 },
+    { itemId: s.boltId, quantity: 1, unitCost: 0.15, quantityReceived: 0 },
   ]);
   t.deepEqual((await s.api.get(`/purchase-orders/${body.id}`)).body, body);
   t.deepEqual((await s.api.get('/purchase-orders')).body.data, [body]);
@@ -88,7 +102,7 @@ test('create answers 201 in draft with its lines and an exact total; GET and the
 for (const [from, moves] of Object.entries(CONTRACT)) {
   for (const operation of OPERATIONS) {
     const to = moves[operation];
-    test(`${operation} from ${from}: ${to ? `200, ${to}` : '409'}`, async (t) => {
+    test(`${operation} from ${from.replace('_received', ' after a receipt')}: ${to ? `200, ${to}` : '409'}`, async (t) => {
       const s = await setup();
       const { body: order } = await createOrder(s);
       for (const step of PATH_TO[from]!) t.is((await transition(s, order.id, step)).status, 200, `reaching ${from}: ${step}`);
@@ -97,14 +111,15 @@ for (const [from, moves] of Object.entries(CONTRACT)) {
       const response = await transition(s, order.id, operation);
 
       const after = await s.api.get(`/purchase-orders/${order.id}`);
+      const status = from === 'on_hold_received' ? 'on_hold' : from;
       if (to) {
         t.is(response.status, 200);
         t.is(response.body.status, to);
         t.deepEqual(after.body, response.body);
       } else {
         t.is(response.status, 409);
-        t.deepEqual(response.body, { error: `Cannot ${operation} a purchase order that is ${from}`, status: from, operation });
-        t.is(after.body.status, from);
+        t.deepEqual(response.body, { error: `Cannot ${operation} a purchase order that is ${status}`, status, operation });
+        t.is(after.body.status, status);
         t.deepEqual(await footprint(s.accountId), before, 'a refused transition writes nothing');
       }
     });
@@ -153,8 +168,14 @@ test('close receives every line into the order\'s location as purchase_receipt m
     receipts.map((m: { itemId: string; quantity: number }) => [m.itemId, m.quantity]).sort(),
     [[s.boltId, 3], [s.nutId, 2.5], [s.boltId, 1]].sort(),
   );
+  const [receipt] = closed.body.receipts;
+  t.deepEqual(closed.body.receipts, [{
+    id: receipt.id, purchaseOrderId: order.id, locationId: s.mainId, reference: null, createdBy: s.userId, createdAt: receipt.createdAt,
+    lines: order.lines.map((line: { id: string; itemId: string; quantity: number }) => ({ lineId: line.id, itemId: line.itemId, quantity: line.quantity })),
+  }], 'close received everything as one receipt');
+  t.deepEqual(closed.body.lines.map((line: { quantityReceived: number }) => line.quantityReceived), [3, 2.5, 1]);
   for (const movement of receipts) {
-    t.like(movement, { locationId: s.mainId, type: 'purchase_receipt', source: { type: 'purchase_order', id: order.id }, createdBy: s.userId });
+    t.like(movement, { locationId: s.mainId, type: 'purchase_receipt', source: { type: 'purchase_receipt', id: receipt.id }, createdBy: s.userId });
   }
   t.deepEqual(await ledgerMismatches(h.db, s.accountId), []);
 });
@@ -179,7 +200,8 @@ test('close and cancel racing on one order: one wins, the other is a 409 naming 
       t.is(final, 'cancelled');
       t.deepEqual(close.body, { error: 'Cannot close a purchase order that is cancelled', status: 'cancelled', operation: 'close' });
     }
-    const received = await h.db('stock_movements').where({ account_id: s.accountId, source_id: order.id }).count({ n: '*' }).first();
+    const received = await h.db('stock_movements as m').join('purchase_receipts as r', 'r.id', 'm.source_id')
+      .where({ 'm.account_id': s.accountId, 'r.purchase_order_id': order.id }).count({ n: '*' }).first();
     t.is(Number(received!.n), close.status === 200 ? 1 : 0);
   }
   t.is(await level(s, s.boltId), 5 * closedCount);
@@ -332,7 +354,7 @@ test('each change records its event with the order as the API returns it, in the
   ]);
   const receipts = await h.db('events').where({ account_id: s.accountId, type: 'stock.adjusted' }).select('data');
   t.is(receipts.length, 3, 'one stock.adjusted per line received');
-  for (const { data } of receipts) t.deepEqual(data.source, { type: 'purchase_order', id: created.id });
+  for (const { data } of receipts) t.deepEqual(data.source, { type: 'purchase_receipt', id: closed.receipts[0].id });
   t.deepEqual(await footprint(s.accountId), before, 'the 409 and the 400 recorded nothing');
   t.is(before.jobs, before.events, 'every event has its job');
 });
@@ -340,12 +362,17 @@ test('each change records its event with the order as the API returns it, in the
 test('the OpenAPI document describes each transition from the table, with its 409', async (t) => {
   const doc = (await h.app.api().get('/openapi.json')).body;
   const close = doc.paths['/purchase-orders/{id}/close'].post;
-  t.regex(close.description, /Allowed from `confirmed` \(to `closed`\); from any other status it is a 409/);
+  t.regex(close.description, /Allowed from `confirmed` \(to `closed`\) and `partially_received` \(to `closed`\); from any other status it is a 409/);
   t.truthy(close.responses['409']);
   t.false(close.requestBody.required, 'no body needed');
   t.truthy(close.responses['415']);
   t.truthy(close.responses['404']);
-  t.regex(doc.paths['/purchase-orders/{id}/cancel'].post.description, /`draft` \(to `cancelled`\), `confirmed` \(to `cancelled`\) and `on_hold` \(to `cancelled`\)/);
+  t.regex(doc.paths['/purchase-orders/{id}/cancel'].post.description,
+    /`draft` \(to `cancelled`\), `confirmed` \(to `cancelled`\), `partially_received` \(to `cancelled`\) and `on_hold` \(to `cancelled`\)/);
+  t.regex(doc.paths['/purchase-orders/{id}/confirm'].post.description,
+    /`on_hold` \(to `partially_received` once something was received, else `confirmed`\)/);
+  t.regex(doc.paths['/purchase-orders/{id}/receipts'].post.description,
+    /`confirmed` \(to `closed` once every line is received in full, else `partially_received`\)/);
   t.deepEqual(doc.components.schemas.PurchaseOrder.properties.expectedDate.type, ['string', 'null']);
 });
 

@@ -1,60 +1,19 @@
 // Availability: reservations as rows, levels that say what can still be sold, and who may take reserved stock.
 import test from 'ava';
-import { checkConsistency } from '../db/consistency.ts';
 import { makeExpireReservation } from '../jobs/reservations__expire.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { createLogger } from '../shared/logger.ts';
 import { eventually } from './helpers/eventually.ts';
-import { testConfig, useHarness, type TestAccount } from './helpers/harness.ts';
-import { ledgerMismatches } from './helpers/ledger.ts';
+import { testConfig, useHarness } from './helpers/harness.ts';
+import { consistent, eventsOf, levelOf as level, stock, warehouse, type Warehouse } from './helpers/warehouse.ts';
 
 const h = useHarness(test);
 
-interface Setup extends TestAccount {
-  boltId: string;
-  nutId: string;
-  mainId: string;
-  backId: string;
-  customerId: string;
-}
-
-/** An account with two priced items (BOLT, NUT), two locations (MAIN, BACK) and a customer. */
-async function setup(): Promise<Setup> {
-  const account = await h.newAccount();
-  const post = async (path: string, body: unknown) => (await account.api.post(path, body)).body.id as string;
-  return {
-    ...account,
-    boltId: await post('/items', { sku: 'BOLT', name: 'Bolt', price: 1 }),
-    nutId: await post('/items', { sku: 'NUT', name: 'Nut', price: 2 }),
-    mainId: await post('/locations', { name: 'Main', code: 'MAIN' }),
-    backId: await post('/locations', { name: 'Back room', code: 'BACK' }),
-    customerId: await post('/customers', { name: 'Acme Ltd' }),
-  };
-}
-
-const stock = (s: Setup, itemId: string, quantity: number, locationId = s.mainId) =>
-  s.api.post('/stock-adjustments', { itemId, locationId, quantity, reason: 'count' });
-
-async function level(s: Setup, itemId: string, locationId = s.mainId) {
-  const { body } = await s.api.get(`/stock-levels?itemId=${itemId}&locationId=${locationId}`);
-  const { itemId: _item, locationId: _location, updatedAt: _at, ...numbers } = body.data[0] ?? { quantity: 0, reserved: 0, available: 0, incoming: 0, oversold: false };
-  return numbers;
-}
-
-const order = (s: Setup, lines: Array<[string, number]>, extra: Record<string, unknown> = {}) =>
+const order = (s: Warehouse, lines: Array<[string, number]>, extra: Record<string, unknown> = {}) =>
   s.api.post('/sales-orders', { customerId: s.customerId, lineItems: lines.map(([itemId, quantity]) => ({ itemId, quantity })), ...extra });
 
-const eventsOf = async (accountId: string, type: string) =>
-  (await h.db('events').where({ account_id: accountId, type }).orderBy('seq').select('data')).map((row) => row.data);
-
-/** The promises check:consistency makes hold on this file's database, stock and reservations included. */
-async function consistent(t: { deepEqual: (a: unknown, b: unknown, message?: string) => void }, accountId: string) {
-  t.deepEqual((await checkConsistency(h.db)).problems, [], 'check:consistency');
-  t.deepEqual(await ledgerMismatches(h.db, accountId), []);
-}
-
 test('a manual hold counts in reserved and leaves available; DELETE releases it; levels answer all four numbers', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await stock(s, s.boltId, 10);
 
   const held = await s.api.post('/reservations', { itemId: s.boltId, locationId: s.mainId, quantity: 3, reference: 'cart-1' });
@@ -82,15 +41,15 @@ test('a manual hold counts in reserved and leaves available; DELETE releases it;
   t.deepEqual(again.body, { error: 'Cannot release a reservation that is released', status: 'released' });
   t.is((await s.api.delete('/reservations/00000000-0000-4000-8000-000000000000')).status, 404);
 
-  const [created] = await eventsOf(s.accountId, 'reservation.created');
+  const [created] = await eventsOf(h, s.accountId, 'reservation.created');
   t.like(created, { id: held.body.id, status: 'open', stockLevel: { quantity: 10, reserved: 3, available: 7 } });
-  const [released] = await eventsOf(s.accountId, 'reservation.released');
+  const [released] = await eventsOf(h, s.accountId, 'reservation.released');
   t.like(released, { id: held.body.id, status: 'released', reason: 'deleted', stockLevel: { reserved: 0, available: 10 } });
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 test('a hold is refused for an archived item, a time already past or a quantity of 0, each named in one 400', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await s.api.delete(`/items/${s.nutId}`);
   const refused = await s.api.post('/reservations', { itemId: s.nutId, locationId: 'nowhere', quantity: 0, expiresAt: '2020-01-01T00:00:00Z' });
   t.is(refused.status, 400);
@@ -100,7 +59,7 @@ test('a hold is refused for an archived item, a time already past or a quantity 
 });
 
 test('who may take reserved stock: transfers, components and unreserved fulfilment take only what is available; a loss may take it and says the level is oversold', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await stock(s, s.boltId, 10);
   await stock(s, s.nutId, 10);
   await s.api.post('/reservations', { itemId: s.boltId, locationId: s.mainId, quantity: 8 });
@@ -121,16 +80,16 @@ test('who may take reserved stock: transfers, components and unreserved fulfilme
   const loss = await stock(s, s.boltId, -5);
   t.is(loss.status, 201);
   t.deepEqual(loss.body.stockLevel, { quantity: 3, reserved: 8, available: -5, incoming: 0, oversold: true });
-  const [adjusted] = (await eventsOf(s.accountId, 'stock.adjusted')).slice(-1);
+  const [adjusted] = (await eventsOf(h, s.accountId, 'stock.adjusted')).slice(-1);
   t.like(adjusted, { quantity: -5, stockLevel: { available: -5, oversold: true } });
   t.deepEqual((await s.api.get('/stock-levels?oversold=true')).body.data.map((l: { itemId: string }) => l.itemId), [s.boltId]);
   t.false((await s.api.get('/stock-levels?oversold=false')).body.data.some((l: { itemId: string; locationId: string }) => l.itemId === s.boltId && l.locationId === s.mainId));
   t.is((await stock(s, s.boltId, -4)).status, 409, 'never below zero on hand');
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 test('an order with locationId reserves every line there, all or nothing; reserve later; fulfil consumes its own first; completion and cancel release', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await stock(s, s.boltId, 5);
   await stock(s, s.nutId, 5);
   await stock(s, s.boltId, 5, s.backId);
@@ -139,7 +98,7 @@ test('an order with locationId reserves every line there, all or nothing; reserv
   t.is(reserved.status, 201);
   t.deepEqual(reserved.body.lineItems.map((line: { quantityReserved: number }) => line.quantityReserved), [3, 2]);
   t.like(await level(s, s.boltId), { quantity: 5, reserved: 3, available: 2 });
-  const [created] = await eventsOf(s.accountId, 'sales_order.created');
+  const [created] = await eventsOf(h, s.accountId, 'sales_order.created');
   t.deepEqual(created.lineItems.map((line: { quantityReserved: number }) => line.quantityReserved), [3, 2]);
 
   const ordersBefore = (await s.api.get('/sales-orders')).body.data.length;
@@ -181,23 +140,23 @@ test('an order with locationId reserves every line there, all or nothing; reserv
   t.like((await s.api.get(`/reservations?salesOrderId=${cancelled.id}`)).body.data[0], { status: 'released', releaseReason: 'cancelled' });
   t.like(await level(s, s.nutId), { quantity: 3, reserved: 0, available: 3 });
 
-  const reasons = (await eventsOf(s.accountId, 'reservation.released')).map((data: { reason: string }) => data.reason).sort();
+  const reasons = (await eventsOf(h, s.accountId, 'reservation.released')).map((data: { reason: string }) => data.reason).sort();
   t.deepEqual(reasons, ['cancelled', 'completed', 'fulfilled', 'fulfilled']);
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 test('race: 20 orders for 1 unit each with 10 available: exactly 10 are created, and 10 are reserved', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await stock(s, s.boltId, 10);
   const results = await Promise.all(Array.from({ length: 20 }, () => order(s, [[s.boltId, 1]], { locationId: s.mainId })));
   t.deepEqual(results.map((r) => r.status).sort(), [...Array(10).fill(201), ...Array(10).fill(409)]);
   t.deepEqual(await level(s, s.boltId), { quantity: 10, reserved: 10, available: 0, incoming: 0, oversold: false });
   t.is((await s.api.get('/sales-orders')).body.data.length, 10);
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 test('race: a fulfil and a cancel of one reserved order: one wins, and the ledger, reservations and levels agree', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await stock(s, s.boltId, 10);
   for (let round = 0; round < 5; round++) {
     const placed = (await order(s, [[s.boltId, 1]], { locationId: s.mainId })).body;
@@ -210,11 +169,11 @@ test('race: a fulfil and a cancel of one reserved order: one wins, and the ledge
     t.is(reservation.status, results[0]!.status === 200 ? 'consumed' : 'released');
   }
   t.like(await level(s, s.boltId), { reserved: 0 });
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 test('race: a transfer and an order reserving the same last units: one gets them', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   for (let round = 0; round < 5; round++) {
     await stock(s, s.nutId, 5);
     const [transfer, placed] = await Promise.all([
@@ -226,11 +185,11 @@ test('race: a transfer and an order reserving the same last units: one gets them
     t.like(await level(s, s.nutId), { available: 0 });
     if (placed.status === 201) await s.api.post(`/sales-orders/${placed.body.id}/fulfill`, { locationId: s.mainId });
   }
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 test('incoming counts what confirmed and on-hold purchase orders still bring, and falls when they are received or cancelled', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   const purchase = async () => (await s.api.post('/purchase-orders', { supplierName: 'Acme', locationId: s.mainId, lines: [{ itemId: s.boltId, quantity: 10, unitCost: 1 }, { itemId: s.boltId, quantity: 2, unitCost: 1 }] })).body.id;
   const move = (id: string, operation: string) => s.api.post(`/purchase-orders/${id}/${operation}`);
 
@@ -244,7 +203,7 @@ test('incoming counts what confirmed and on-hold purchase orders still bring, an
   const closed = await move(first, 'close');
   t.is(closed.status, 200);
   t.deepEqual(await level(s, s.boltId), { quantity: 12, reserved: 0, available: 12, incoming: 0, oversold: false });
-  const [received] = (await eventsOf(s.accountId, 'stock.adjusted')).slice(-1);
+  const [received] = (await eventsOf(h, s.accountId, 'stock.adjusted')).slice(-1);
   t.like(received, { type: 'purchase_receipt', stockLevel: { quantity: 12, incoming: 0 } });
 
   const second = await purchase();
@@ -252,11 +211,11 @@ test('incoming counts what confirmed and on-hold purchase orders still bring, an
   t.like(await level(s, s.boltId), { incoming: 12 }, 'a draft put on hold is expected');
   await move(second, 'cancel');
   t.like(await level(s, s.boltId), { incoming: 0 });
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 test('an expired hold is released once, however many workers run its job; released as expired with the level after', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await stock(s, s.boltId, 4);
   const held = (await s.api.post('/reservations', { itemId: s.boltId, locationId: s.mainId, quantity: 3, expiresAt: new Date(Date.now() + 3_600_000).toISOString() })).body;
   const expire = makeExpireReservation(h.db);
@@ -270,15 +229,15 @@ test('an expired hold is released once, however many workers run its job; releas
   await Promise.all([expire({ reservationId: held.id }, helpers), expire({ reservationId: held.id }, helpers)]);
   t.like((await s.api.get(`/reservations/${held.id}`)).body, { status: 'released', releaseReason: 'expired' });
   t.like(await level(s, s.boltId), { reserved: 0, available: 4 });
-  const released = await eventsOf(s.accountId, 'reservation.released');
+  const released = await eventsOf(h, s.accountId, 'reservation.released');
   t.is(released.length, 1);
   t.like(released[0], { reason: 'expired', stockLevel: { reserved: 0 } });
-  await consistent(t, s.accountId);
+  await consistent(t, h, s.accountId);
 });
 
 // Serial: the worker takes every job of this file's database.
 test.serial('a hold that expired while no worker ran is released when one starts: the job waits in PostgreSQL for its time', async (t) => {
-  const s = await setup();
+  const s = await warehouse(h);
   await stock(s, s.nutId, 2);
   const held = (await s.api.post('/reservations', { itemId: s.nutId, locationId: s.mainId, quantity: 2, expiresAt: new Date(Date.now() + 800).toISOString() })).body;
   await new Promise((resolve) => setTimeout(resolve, 1200));

@@ -50,13 +50,15 @@ test('shape A takes item prices and skus; shape B keeps its own; both answer one
   const a = await shapeA(s);
   t.is(a.status, 201);
   t.deepEqual(Object.keys(a.body).sort(), [
-    'createdAt', 'customerId', 'fulfilledLocationId', 'id', 'integrationSourceId', 'lineItems', 'salesOrderNumber', 'status', 'total', 'updatedAt',
+    'createdAt', 'customerId', 'fulfilledLocationId', 'fulfillments', 'id', 'integrationSourceId', 'lineItems', 'salesOrderNumber', 'status', 'total',
+    'updatedAt',
   ]);
   t.like(a.body, { salesOrderNumber: 'SO-000001', integrationSourceId: null, customerId: s.customerId, status: 'open', fulfilledLocationId: null });
   t.deepEqual(a.body.lineItems.map(({ id: _, ...line }: { id: string }) => line), [
-    { itemId: s.boltId, sku: 'BOLT', quantity: 3, price: 0.35, quantityReserved: 0 },
-    { itemId: s.nutId, sku: 'NUT', quantity: 2, price: 0.1, quantityReserved: 0 },
+    { itemId: s.boltId, sku: 'BOLT', quantity: 3, price: 0.35, quantityFulfilled: 0, quantityReserved: 0 },
+    { itemId: s.nutId, sku: 'NUT', quantity: 2, price: 0.1, quantityFulfilled: 0, quantityReserved: 0 },
   ]);
+  t.deepEqual(a.body.fulfillments, []);
   t.is(a.body.total, 1.25, '3 × 0.35 + 2 × 0.1, exactly (floats give 1.2499999999999998)');
 
   const b = await s.api.post('/sales-orders', {
@@ -66,8 +68,8 @@ test('shape A takes item prices and skus; shape B keeps its own; both answer one
   t.is(b.status, 201);
   t.like(b.body, { salesOrderNumber: 'WEB-1001', integrationSourceId: 'shop:77', status: 'open' });
   t.deepEqual(b.body.lineItems.map(({ id: _, ...line }: { id: string }) => line), [
-    { itemId: s.nutId, sku: 'NUT', quantity: 3, price: 0.1, quantityReserved: 0 },
-    { itemId: s.boltId, sku: 'BOLT', quantity: 0.5, price: 0.000001, quantityReserved: 0 },
+    { itemId: s.nutId, sku: 'NUT', quantity: 3, price: 0.1, quantityFulfilled: 0, quantityReserved: 0 },
+    { itemId: s.boltId, sku: 'BOLT', quantity: 0.5, price: 0.000001, quantityFulfilled: 0, quantityReserved: 0 },
   ]);
   t.is(b.body.total, 0.300001, '0.3 + 0.0000005 rounds half up to 6 places');
 
@@ -216,8 +218,16 @@ test('fulfilment takes every line out of stock at the location, records movement
 
   const done = await s.api.post(`/sales-orders/${order.id}/fulfill`, { locationId: s.mainId });
   t.is(done.status, 200);
-  t.like(done.body, { id: order.id, status: 'fulfilled', fulfilledLocationId: s.mainId, lineItems: order.lineItems, total: order.total });
+  t.like(done.body, {
+    id: order.id, status: 'fulfilled', fulfilledLocationId: s.mainId, total: order.total,
+    lineItems: order.lineItems.map((line: { quantity: number }) => ({ ...line, quantityFulfilled: line.quantity })),
+  });
   t.true(done.body.updatedAt >= order.updatedAt);
+  const [fulfillment] = done.body.fulfillments;
+  t.deepEqual(done.body.fulfillments, [{
+    id: fulfillment.id, salesOrderId: order.id, locationId: s.mainId, reference: null, createdBy: s.userId, createdAt: fulfillment.createdAt,
+    lines: order.lineItems.map((line: { id: string; itemId: string; quantity: number }) => ({ lineItemId: line.id, itemId: line.itemId, quantity: line.quantity })),
+  }], 'one fulfilment of everything');
   t.deepEqual((await s.api.get(`/sales-orders/${order.id}`)).body, done.body);
   t.is(await level(s, s.boltId), 5.5);
   t.is(await level(s, s.nutId), 0);
@@ -225,7 +235,7 @@ test('fulfilment takes every line out of stock at the location, records movement
   const movements = (await s.api.get('/stock-movements?type=sales_fulfillment')).body.data;
   t.deepEqual(movements.map((m: { quantity: number }) => m.quantity).sort(), [-3, -2, -1.5].sort());
   for (const movement of movements) {
-    t.like(movement, { locationId: s.mainId, reason: `Sales order ${order.salesOrderNumber}`, source: { type: 'sales_order', id: order.id }, createdBy: s.userId });
+    t.like(movement, { locationId: s.mainId, reason: `Sales order ${order.salesOrderNumber}`, source: { type: 'sales_fulfillment', id: fulfillment.id }, createdBy: s.userId });
   }
   t.deepEqual(await eventsOf(s.accountId, 'sales_order.fulfilled'), [done.body]);
   t.is((await eventsOf(s.accountId, 'stock.adjusted')).length, 2 + 3, 'the opening counts and one per line');

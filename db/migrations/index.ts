@@ -14,6 +14,7 @@ import * as listIndexes from './008_list_indexes.ts';
 import * as deliveryForeignKeys from './009_delivery_foreign_keys.ts';
 import * as levelMaximum from './010_level_maximum.ts';
 import * as reservations from './011_reservations.ts';
+import * as partialFlows from './012_partial_flows.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '009_delivery_foreign_keys': deliveryForeignKeys,
   '010_level_maximum': levelMaximum,
   '011_reservations': reservations,
+  '012_partial_flows': partialFlows,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -74,3 +74,10 @@ export function checkReferences(fields: ReferenceField[]) {
   return async ({ db, auth, body }: { db: Knex; auth: { accountId: string }; body: unknown }): Promise<{ problems: Problem[]; resolved: undefined }> =>
     ({ problems: await missingReferences(db, auth.accountId, referencesIn(body, fields)), resolved: undefined });
 }
+
+type Check<Input> = (input: Input) => Promise<{ problems: Problem[]; resolved: undefined }>;
+
+/** Several `resolve` checks as one: every problem of each. */
+export function checkAll<Input>(...checks: Array<Check<Input>>): Check<Input> {
+  return async (input) => ({ problems: (await Promise.all(checks.map((check) => check(input)))).flatMap((found) => found.problems), resolved: undefined });
+}

@@ -5,9 +5,9 @@
 import type { Knex } from 'knex';
 import { recordEvent } from '../../db/events.ts';
 import type { EventType } from '../../shared/events.ts';
-import type { OwnedRow } from './crud.ts';
+import { findOwned, type OwnedRow } from './crud.ts';
 import { NotFoundError } from '../../shared/errors.ts';
-import { listOf, pageReply, pageRequest, withRememberedStart, type PageRequest } from './pagination.ts';
+import { listOf, listQuery, pageReply, pageRequest, withRememberedStart, type PageRequest } from './pagination.ts';
 import { created, defineRoute, ok, type AnyRoute } from './route.ts';
 import { metaOf, type AnyStruct, type Struct } from './schema.ts';
 
@@ -64,6 +64,28 @@ export function getRoute<Row extends OwnedRow, Rec>(spec: Pick<ReadSpec<Row, Rec
       const row = await spec.find(db, auth.accountId, params.id ?? '');
       if (!row) throw new NotFoundError(capitalised(spec.noun));
       return ok(spec.toRecord(row));
+    },
+  });
+}
+
+/** The records of one parent record (`/sales-orders/{id}/fulfillments`), oldest first; a missing parent is a 404. */
+export function childListRoute<Row extends OwnedRow, Rec>(spec: Pick<ReadSpec<Row, Rec, unknown>, 'path' | 'tag' | 'noun' | 'record' | 'toRecord'> & {
+  parent: { table: string; noun: string };
+  list: (db: Knex, accountId: string, parentId: string, page: PageRequest) => Promise<Row[]>;
+  description: string;
+}): AnyRoute {
+  return defineRoute({
+    method: 'get', path: spec.path, operationId: `list${recordName(spec.record)}s`, tag: spec.tag,
+    summary: `List ${article(spec.parent.noun)} ${spec.parent.noun}'s ${spec.noun}s`,
+    description: spec.description,
+    query: listQuery({}),
+    success: { status: 200, description: `A page of ${spec.noun}s`, schema: listOf(spec.record), list: true },
+    errors: { 404: `No such ${spec.parent.noun} in this account` },
+    handler: async ({ db, auth, params, query, ctx, config }) => {
+      const parent = await findOwned(db, spec.parent.table, auth.accountId, params.id ?? '');
+      if (!parent) throw new NotFoundError(capitalised(spec.parent.noun));
+      const page = withRememberedStart(ctx, pageRequest(query));
+      return pageReply(ctx, page, await spec.list(db, auth.accountId, parent.id, page), spec.toRecord, config.publicUrl);
     },
   });
 }

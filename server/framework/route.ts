@@ -65,7 +65,7 @@ export interface RouteSpec<Q, B, R = undefined> {
    * sent, also when the body failed its struct, so that one 400 names the shape and the reference problems
    * together; a path the struct already named is not named twice. What it found reaches the handler as `resolved`.
    */
-  resolve?: (input: RouteDeps & { body: unknown; auth: ApiKeyIdentity }) => Promise<Resolution<R>>;
+  resolve?: (input: RouteDeps & { body: unknown; auth: ApiKeyIdentity; params: Record<string, string> }) => Promise<Resolution<R>>;
   handler: (input: RouteInput<Q, B, R>) => Promise<Reply>;
 }
 
@@ -117,7 +117,7 @@ export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], deps: 
       const query = check(spec.query ?? NO_QUERY, { ...ctx.query }, 'query', problems);
       const sent: unknown = ctx.request.body ?? {};
       const body = spec.body ? check(spec.body, sent, 'body', problems) : refuseBody(sent, problems);
-      const found = spec.resolve ? await spec.resolve({ ...deps, body: sent, auth }) : undefined;
+      const found = spec.resolve ? await spec.resolve({ ...deps, body: sent, auth, params: ctx.params }) : undefined;
       const named = new Set(problems.map((problem) => problem.path));
       for (const problem of found?.problems ?? []) if (!named.has(problem.path)) problems.push(problem);
       if (problems.length) throw new ValidationError(problems);

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
-import type { PageRequest } from '../../framework/pagination.ts';
+import { partRecordsQuery, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import { fetchPage, type PageRequest } from '../../framework/pagination.ts';
 import type { PurchaseOrderStatus } from './lifecycle.ts';
 import { orderTotal } from '../../../shared/decimal.ts';
-import { pricedLines, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery } from './schema.ts';
+import { pricedLines, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery, type PurchaseReceipt } from './schema.ts';
 import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface PurchaseOrderRow extends OwnedRow {
@@ -23,10 +24,29 @@ export interface PurchaseOrderLineRow extends OwnedRow {
   item_id: string;
   quantity: number;
   unit_cost: number;
+  /** Taken in by the order's receipts so far. */
+  quantity_received: number;
 }
 
-/** An order with its lines in position order: what every read and write returns. */
-export type PurchaseOrderWithLines = PurchaseOrderRow & { lines: PurchaseOrderLineRow[] };
+export interface ReceiptRow extends PartRecordRow {
+  purchase_order_id: string;
+  lines: Array<{ lineId: string; itemId: string; quantity: number }>;
+}
+
+/** An order with its lines in position order and its receipts, oldest first: what every read and write returns. */
+export type PurchaseOrderWithLines = PurchaseOrderRow & { lines: PurchaseOrderLineRow[]; receipts: ReceiptRow[] };
+
+export const RECEIPT_TABLES: PartRecordTables = {
+  records: 'purchase_receipts', lines: 'purchase_receipt_lines', recordId: 'receipt_id', orderId: 'purchase_order_id',
+  orderLines: 'purchase_order_lines', orderLineId: 'purchase_order_line_id', done: 'quantity_received', field: 'lineId',
+};
+
+export function toReceipt(row: ReceiptRow): PurchaseReceipt {
+  return {
+    id: row.id, purchaseOrderId: row.purchase_order_id, locationId: row.location_id, reference: row.reference, lines: row.lines,
+    createdBy: row.created_by, createdAt: row.created_at,
+  };
+}
 
 export function toPurchaseOrder(row: PurchaseOrderWithLines): PurchaseOrder {
   return {
@@ -36,18 +56,30 @@ export function toPurchaseOrder(row: PurchaseOrderWithLines): PurchaseOrder {
     status: row.status,
     expectedDate: row.expected_date,
     reference: row.reference,
-    lines: row.lines.map((line) => ({ id: line.id, itemId: line.item_id, quantity: line.quantity, unitCost: line.unit_cost })),
+    lines: row.lines.map((line) => ({
+      id: line.id, itemId: line.item_id, quantity: line.quantity, unitCost: line.unit_cost, quantityReceived: line.quantity_received,
+    })),
     total: row.total,
+    receipts: row.receipts.map(toReceipt),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
 }
 
-/** The lines of every order given, in one query whatever their number. */
-function withLines(db: Knex, accountId: string, orders: PurchaseOrderRow[]): Promise<PurchaseOrderWithLines[]> {
-  return withChildren(orders, 'lines', (ids): Promise<PurchaseOrderLineRow[]> =>
+/** The lines and the receipts of every order given, in two queries whatever their number. */
+export async function withLines(db: Knex, accountId: string, orders: PurchaseOrderRow[]): Promise<PurchaseOrderWithLines[]> {
+  const withOrderLines = await withChildren(orders, 'lines', (ids): Promise<PurchaseOrderLineRow[]> =>
     db('purchase_order_lines').where({ account_id: accountId }).whereIn('purchase_order_id', ids).orderBy(['purchase_order_id', 'position']),
   (line) => line.purchase_order_id);
+  return withChildren(withOrderLines, 'receipts', (ids): Promise<ReceiptRow[]> =>
+    partRecordsQuery(db, accountId, RECEIPT_TABLES).whereIn('r.purchase_order_id', ids)
+      .orderBy([{ column: 'r.purchase_order_id' }, { column: 'r.created_at' }, { column: 'r.id' }]),
+  (receipt) => receipt.purchase_order_id);
+}
+
+/** A page of one order's receipts. */
+export function listReceipts(db: Knex, accountId: string, orderId: string, page: PageRequest): Promise<ReceiptRow[]> {
+  return fetchPage<ReceiptRow>(partRecordsQuery(db, accountId, RECEIPT_TABLES).where('r.purchase_order_id', orderId), 'r', page);
 }
 
 export async function insertPurchaseOrder(trx: Knex.Transaction, accountId: string, userId: string, input: CreatePurchaseOrder): Promise<PurchaseOrderWithLines> {
@@ -69,7 +101,7 @@ export async function insertPurchaseOrder(trx: Knex.Transaction, accountId: stri
     quantity: String(line.quantity),
     unit_cost: String(line.unitCost),
   }))).returning('*');
-  return { ...order!, lines: lines.sort((a, b) => a.position - b.position) };
+  return { ...order!, lines: lines.sort((a, b) => a.position - b.position), receipts: [] };
 }
 
 export async function findPurchaseOrder(db: Knex, accountId: string, id: string): Promise<PurchaseOrderWithLines | undefined> {

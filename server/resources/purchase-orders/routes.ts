@@ -1,71 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { ApiKeyIdentity } from '../../../db/accounts.ts';
 import { recordEvent } from '../../../db/events.ts';
-import { lockOwned } from '../../framework/crud.ts';
-import { NotFoundError } from '../../../shared/errors.ts';
-import { readRoutes } from '../../framework/resource-routes.ts';
-import { checkReferences } from '../../framework/references.ts';
-import { created, defineRoute, ok } from '../../framework/route.ts';
-import { describeOperation, nextState } from '../../framework/transitions.ts';
 import { changeStock, OVERFLOW_CONFLICT } from '../../../db/stock.ts';
+import { fromMicros, toMicros } from '../../../shared/decimal.ts';
+import { NotFoundError } from '../../../shared/errors.ts';
+import { lockOwned } from '../../framework/crud.ts';
+import { checkOrderLines, completion, insertPartRecord, lineParts, type PartsSpec } from '../../framework/line-parts.ts';
+import { checkReferences } from '../../framework/references.ts';
+import { childListRoute, readRoutes } from '../../framework/resource-routes.ts';
+import { created, defineRoute, ok } from '../../framework/route.ts';
+import { allowedMove, describeOperation, eventOf, settle } from '../../framework/transitions.ts';
 import {
-  EXPECTED_STATUSES, PURCHASE_ORDER_EVENTS, PURCHASE_ORDER_OPERATIONS, PURCHASE_ORDER_TRANSITIONS, type PurchaseOrderOperation,
+  EXPECTED_STATUSES, PURCHASE_ORDER_EVENTS, PURCHASE_ORDER_FACTS, PURCHASE_ORDER_TRANSITIONS, type PurchaseOrderOperation,
+  type PurchaseOrderStatus,
 } from './lifecycle.ts';
 import {
-  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, setPurchaseOrderStatus, toPurchaseOrder, type PurchaseOrderRow,
+  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, RECEIPT_TABLES, setPurchaseOrderStatus, toPurchaseOrder, toReceipt,
+  withLines, type PurchaseOrderLineRow, type PurchaseOrderRow,
 } from './queries.ts';
-import { CreatePurchaseOrder, PurchaseOrder, PurchaseOrderListQuery, PurchaseOrderTransition } from './schema.ts';
+import {
+  ClosePurchaseOrder, CreatePurchaseOrder, CreateReceipt, PurchaseOrder, PurchaseOrderListQuery, PurchaseOrderTransition, PurchaseReceipt,
+  PurchaseReceiptResult, type PurchaseOrder as PurchaseOrderRecord,
+} from './schema.ts';
 
 const tag = 'Purchase orders';
+const describeMove = (operation: PurchaseOrderOperation) => describeOperation(PURCHASE_ORDER_TRANSITIONS, operation, PURCHASE_ORDER_FACTS);
+const illegalMove = (operation: PurchaseOrderOperation) =>
+  `Not allowed from the order's current status: the body names \`status\` and \`operation\`. ${describeMove(operation)}`;
 
-const SUMMARIES: Record<PurchaseOrderOperation, string> = {
+const RECEIPT_PARTS: PartsSpec<PurchaseOrderLineRow> = { field: 'lineId', verb: 'receive', done: (line) => line.quantity_received };
+
+/** What a line still brings to `incoming` while its order is in `status`. */
+const expectedOf = (line: PurchaseOrderLineRow, status: PurchaseOrderStatus, received: bigint): bigint =>
+  (EXPECTED_STATUSES.has(status) ? toMicros(line.quantity) - received : 0n);
+
+/** What a transition receives: the parts asked for (`lines`), or absent lines everything outstanding. */
+type Receiving = Pick<NonNullable<CreateReceipt>, 'lines' | 'reference'>;
+
+/**
+ * Locks the order (a second operation on it waits, then sees the first one's status), checks the move against the
+ * life cycle, receives what `receiving` asks for as one receipt, sets the status the move ends in, and moves
+ * `incoming` by what the lines stop (or start) bringing. Answers the order and the receipt's id.
+ */
+async function transition(
+  trx: Knex.Transaction,
+  auth: ApiKeyIdentity,
+  id: string,
+  operation: PurchaseOrderOperation,
+  receiving?: Receiving,
+): Promise<{ order: PurchaseOrderRecord; receiptId?: string }> {
+  const row = await lockOwned<PurchaseOrderRow>(trx, 'purchase_orders', auth.accountId, id);
+  if (!row) throw new NotFoundError('Purchase order');
+  const move = allowedMove(PURCHASE_ORDER_TRANSITIONS, 'purchase order', row.status, operation);
+  const [order] = await withLines(trx, auth.accountId, [row]);
+  const lines = order!.lines;
+  const parts = receiving ? lineParts(lines, receiving.lines, RECEIPT_PARTS) : [];
+  const { complete, started } = completion(lines, parts, RECEIPT_PARTS.done);
+  const status = settle(move, { complete, received: started });
+
+  const receiptId = parts.length ? randomUUID() : undefined;
+  const added = new Map(parts.map((part) => [part.line.id, toMicros(part.quantity)]));
+  const at = (line: PurchaseOrderLineRow, quantity: bigint) => ({ itemId: line.item_id, locationId: row.location_id, quantity: fromMicros(quantity) });
+  await changeStock(trx, {
+    accountId: auth.accountId, userId: auth.userId,
+    move: receiptId
+      ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_receipt', id: receiptId }, changes: parts.map((part) => at(part.line, toMicros(part.quantity))) }
+      : undefined,
+    expect: lines
+      .map((line) => {
+        const before = toMicros(line.quantity_received);
+        return at(line, expectedOf(line, status, before + (added.get(line.id) ?? 0n)) - expectedOf(line, row.status, before));
+      })
+      .filter((change) => change.quantity !== 0),
+  });
+  if (receiptId) {
+    await insertPartRecord(trx, auth.accountId, auth.userId, RECEIPT_TABLES, {
+      id: receiptId, orderId: row.id, locationId: row.location_id, reference: receiving?.reference ?? null, parts,
+    });
+  }
+  const record = toPurchaseOrder(await setPurchaseOrderStatus(trx, row, status));
+  const event = eventOf(PURCHASE_ORDER_EVENTS, operation, status);
+  if (event) await recordEvent(trx, auth.accountId, { type: event, data: record });
+  return { order: record, receiptId };
+}
+
+const RECEIVING = 'Stock movements of type `purchase_receipt` at the order\'s location whose `source` is the receipt, each with its '
+  + '`stock.adjusted` event; `incoming` there falls by as much.';
+const INCOMING = 'While an order is confirmed, partially received or on hold, what its lines have outstanding counts in `incoming` at its location. ';
+
+const SUMMARIES: Record<'confirm' | 'hold' | 'cancel', string> = {
   confirm: 'Confirm a purchase order',
   hold: 'Put a purchase order on hold',
-  close: 'Close a purchase order, receiving its goods',
   cancel: 'Cancel a purchase order',
 };
 
-const EFFECTS: Partial<Record<PurchaseOrderOperation, string>> = {
-  close: 'Receives every line\'s quantity into the order\'s location (stock movements of type `purchase_receipt` whose source is the order, '
-    + 'each with its `stock.adjusted` event) in the same transaction as the change of status. ',
-};
-const INCOMING = 'While an order is confirmed or on hold, its lines count in `incoming` at its location. ';
-
-const transitionRoutes = PURCHASE_ORDER_OPERATIONS.map((operation) => defineRoute({
+const plainTransitions = (['confirm', 'hold', 'cancel'] as const).map((operation) => defineRoute({
   method: 'post', path: `/purchase-orders/{id}/${operation}`, operationId: `${operation}PurchaseOrder`, tag,
   summary: SUMMARIES[operation],
-  description: `${EFFECTS[operation] ?? ''}${INCOMING}Takes no body (or \`{}\`). ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)} `
-    + `Records a \`${PURCHASE_ORDER_EVENTS[operation]}\` event.`,
+  description: `${INCOMING}${operation === 'cancel' ? 'What was received stays received. ' : ''}Takes no body (or \`{}\`). `
+    + `${describeMove(operation)} Records a \`${PURCHASE_ORDER_EVENTS[operation]}\` event.`,
   body: PurchaseOrderTransition,
   success: { status: 200, description: 'The order in its new status', schema: PurchaseOrder },
+  errors: { 404: 'No such purchase order in this account', 409: illegalMove(operation) },
+  handler: async ({ db, auth, params }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', operation))).order),
+}));
+
+const close = defineRoute({
+  method: 'post', path: '/purchase-orders/{id}/close', operationId: 'closePurchaseOrder', tag,
+  summary: 'Close a purchase order, receiving what is outstanding',
+  description: `Receives what every line still has outstanding into the order's location as one receipt (${RECEIVING}), then closes `
+    + 'the order, in one transaction. With `{"receiveOutstanding": false}` it closes short: nothing more is received and what was '
+    + `outstanding leaves \`incoming\`. ${describeMove('close')} Records a \`purchase_order.closed\` event.`,
+  body: ClosePurchaseOrder,
+  success: { status: 200, description: 'The closed order', schema: PurchaseOrder },
+  errors: { 404: 'No such purchase order in this account', 409: `${illegalMove('close')} ${OVERFLOW_CONFLICT}` },
+  handler: async ({ db, auth, params, body }) => ok((await db.transaction((trx) =>
+    transition(trx, auth, params.id ?? '', 'close', body?.receiveOutstanding === false ? undefined : {}))).order),
+});
+
+const receive = defineRoute({
+  method: 'post', path: '/purchase-orders/{id}/receipts', operationId: 'createPurchaseReceipt', tag,
+  summary: 'Receive some of a purchase order',
+  description: `Receives \`lines\` (each an order line and a quantity, at most what it has outstanding), or without \`lines\` everything `
+    + `outstanding, into the order's location. ${RECEIVING} It may be repeated until every line is complete. ${describeMove('receive')} `
+    + 'All lines or none. Records `purchase_order.partially_received`, or `purchase_order.closed` when the order is complete.',
+  body: CreateReceipt,
+  resolve: checkOrderLines(RECEIPT_TABLES),
+  success: { status: 201, description: 'The receipt, with the order as it stands after it (`purchaseOrder`)', schema: PurchaseReceiptResult },
   errors: {
     404: 'No such purchase order in this account',
-    409: `Not allowed from the order's current status: the body names \`status\` and \`operation\`. ${describeOperation(PURCHASE_ORDER_TRANSITIONS, operation)}`
-      + (operation === 'close' ? ` ${OVERFLOW_CONFLICT}` : ''),
+    409: `${illegalMove('receive')} Or a line is asked for more than it has outstanding: \`remainders\` names each (\`lineId\`, \`itemId\`, `
+      + `\`requested\`, \`remaining\`). ${OVERFLOW_CONFLICT}`,
   },
-  handler: async ({ db, auth, params }) => ok(await db.transaction(async (trx) => {
-    // Locked first: a second transition of this order waits here, then sees the first one's status.
-    const row = await lockOwned<PurchaseOrderRow>(trx, 'purchase_orders', auth.accountId, params.id ?? '');
-    if (!row) throw new NotFoundError('Purchase order');
-    const order = await setPurchaseOrderStatus(trx, row, nextState(PURCHASE_ORDER_TRANSITIONS, 'purchase order', row.status, operation));
-    // +1 when the order becomes expected, -1 when it stops being (received, closed or cancelled), 0 otherwise.
-    const expected = Number(EXPECTED_STATUSES.has(order.status)) - Number(EXPECTED_STATUSES.has(row.status));
-    const lineAt = (line: (typeof order.lines)[number], quantity: number) => ({ itemId: line.item_id, locationId: order.location_id, quantity });
-    await changeStock(trx, {
-      accountId: auth.accountId, userId: auth.userId,
-      move: operation === 'close'
-        ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_order', id: order.id }, changes: order.lines.map((line) => lineAt(line, line.quantity)) }
-        : undefined,
-      expect: order.lines.map((line) => lineAt(line, expected * line.quantity)).filter((change) => change.quantity !== 0),
-    });
-    const record = toPurchaseOrder(order);
-    await recordEvent(trx, auth.accountId, { type: PURCHASE_ORDER_EVENTS[operation], data: record });
-    return record;
+  handler: async ({ db, auth, params, body }) => created(await db.transaction(async (trx) => {
+    const { order, receiptId } = await transition(trx, auth, params.id ?? '', 'receive', body ?? {});
+    return { ...order.receipts.find((receipt) => receipt.id === receiptId)!, purchaseOrder: order };
   })),
-}));
+});
 
 const purchaseOrders = readRoutes({
   path: '/purchase-orders', tag, noun: 'purchase order', record: PurchaseOrder, query: PurchaseOrderListQuery,
   list: listPurchaseOrders, find: findPurchaseOrder, toRecord: toPurchaseOrder,
-  listDescription: 'Each order with its lines.',
+  listDescription: 'Each order with its lines and receipts.',
+});
+
+const receipts = childListRoute({
+  path: '/purchase-orders/{id}/receipts', tag, noun: 'receipt', record: PurchaseReceipt, toRecord: toReceipt,
+  parent: { table: 'purchase_orders', noun: 'purchase order' }, list: listReceipts,
+  description: 'What was received on the order, oldest first, a page at a time (the order embeds them all as `receipts` too).',
 });
 
 export const purchaseOrderRoutes = [
@@ -90,5 +173,8 @@ export const purchaseOrderRoutes = [
   purchaseOrders.list,
   purchaseOrders.get,
 
-  ...transitionRoutes,
+  ...plainTransitions,
+  close,
+  receive,
+  receipts,
 ];

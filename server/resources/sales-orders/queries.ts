@@ -4,10 +4,11 @@ import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { ConflictError } from '../../../shared/errors.ts';
 import type { JobSpec, NewEvent } from '../../../shared/events.ts';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
-import type { PageRequest } from '../../framework/pagination.ts';
+import { partRecordsQuery, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import { fetchPage, type PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
 import type { SalesOrderStatus } from './lifecycle.ts';
-import type { SalesOrder, SalesOrderLine, SalesOrderListQuery } from './schema.ts';
+import type { SalesFulfillment, SalesOrder, SalesOrderLine, SalesOrderListQuery } from './schema.ts';
 
 export interface SalesOrderRow extends OwnedRow {
   sales_order_number: string;
@@ -25,17 +26,35 @@ export interface SalesOrderLineRow extends OwnedRow {
   sku: string;
   quantity: number;
   price: number;
+  /** Taken by the order's fulfilments so far. */
+  quantity_fulfilled: number;
   /** Held for the line by its open reservations, at any location. */
   quantity_reserved: number;
 }
 
-/** An order with its lines, in position order. */
+export interface FulfillmentRow extends PartRecordRow {
+  sales_order_id: string;
+  lines: Array<{ lineItemId: string; itemId: string; quantity: number }>;
+}
+
+/** An order with its lines, in position order, and its fulfilments, oldest first. */
 export interface SalesOrderWithLines extends SalesOrderRow {
   lines: SalesOrderLineRow[];
+  fulfillments: FulfillmentRow[];
 }
 
 function toLine(row: SalesOrderLineRow): SalesOrderLine {
-  return { id: row.id, itemId: row.item_id, sku: row.sku, quantity: row.quantity, price: row.price, quantityReserved: row.quantity_reserved };
+  return {
+    id: row.id, itemId: row.item_id, sku: row.sku, quantity: row.quantity, price: row.price,
+    quantityFulfilled: row.quantity_fulfilled, quantityReserved: row.quantity_reserved,
+  };
+}
+
+export function toFulfillment(row: FulfillmentRow): SalesFulfillment {
+  return {
+    id: row.id, salesOrderId: row.sales_order_id, locationId: row.location_id, reference: row.reference, lines: row.lines,
+    createdBy: row.created_by, createdAt: row.created_at,
+  };
 }
 
 export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
@@ -48,19 +67,37 @@ export function toSalesOrder(row: SalesOrderWithLines): SalesOrder {
     lineItems: row.lines.map(toLine),
     total: row.total,
     fulfilledLocationId: row.fulfilled_location_id,
+    fulfillments: row.fulfillments.map(toFulfillment),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
 }
 
-/** The lines of several orders in one query, with what each has reserved, attached to their orders. */
-export function withLines(db: Knex, accountId: string, orders: SalesOrderRow[]): Promise<SalesOrderWithLines[]> {
-  return withChildren(orders, 'lines', (ids): Promise<SalesOrderLineRow[]> =>
+export const FULFILLMENT_TABLES: PartRecordTables = {
+  records: 'sales_fulfillments', lines: 'sales_fulfillment_lines', recordId: 'fulfillment_id', orderId: 'sales_order_id',
+  orderLines: 'sales_order_lines', orderLineId: 'sales_order_line_id', done: 'quantity_fulfilled', field: 'lineItemId',
+};
+
+/**
+ * The lines of several orders, with what each has reserved, and their fulfilments, attached to their orders: two
+ * queries whatever their number.
+ */
+export async function withLines(db: Knex, accountId: string, orders: SalesOrderRow[]): Promise<SalesOrderWithLines[]> {
+  const withOrderLines = await withChildren(orders, 'lines', (ids): Promise<SalesOrderLineRow[]> =>
     db('sales_order_lines as l').where('l.account_id', accountId).whereIn('l.sales_order_id', ids)
       .orderBy([{ column: 'l.sales_order_id' }, { column: 'l.position' }])
       .select('l.*', db.raw(`coalesce((select sum(r.quantity) from reservations r
         where r.sales_order_line_id = l.id and r.status = 'open'), 0) as quantity_reserved`)),
   (line) => line.sales_order_id);
+  return withChildren(withOrderLines, 'fulfillments', (ids): Promise<FulfillmentRow[]> =>
+    partRecordsQuery(db, accountId, FULFILLMENT_TABLES).whereIn('r.sales_order_id', ids)
+      .orderBy([{ column: 'r.sales_order_id' }, { column: 'r.created_at' }, { column: 'r.id' }]),
+  (fulfillment) => fulfillment.sales_order_id);
+}
+
+/** A page of one order's fulfilments. */
+export function listFulfillments(db: Knex, accountId: string, orderId: string, page: PageRequest): Promise<FulfillmentRow[]> {
+  return fetchPage<FulfillmentRow>(partRecordsQuery(db, accountId, FULFILLMENT_TABLES).where('r.sales_order_id', orderId), 'r', page);
 }
 
 export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<SalesOrderWithLines | undefined> {
@@ -194,10 +231,10 @@ export async function insertOrder(
   const draft = toSalesOrder({
     id: orderId, account_id: accountId, sales_order_number: blank(orderId, 'salesOrderNumber'), integration_source_id: order.integrationSourceId ?? null,
     customer_id: order.customerId, status: 'open', total: order.total, fulfilled_location_id: null,
-    created_at: blank(orderId, 'createdAt'), updated_at: blank(orderId, 'updatedAt'), lines,
+    created_at: blank(orderId, 'createdAt'), updated_at: blank(orderId, 'updatedAt'), lines, fulfillments: [],
   });
   const [event] = await recordEvents(trx, accountId, [{ type: 'sales_order.created', data: draft }, ...also.events], also.jobs);
-  return { ...await insertOrderRow(trx, accountId, orderId, order, event!.id), lines };
+  return { ...await insertOrderRow(trx, accountId, orderId, order, event!.id), lines, fulfillments: [] };
 }
 
 /** Moves a locked order to `status`. */

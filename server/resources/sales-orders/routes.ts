@@ -5,26 +5,32 @@ import { recordEvent } from '../../../db/events.ts';
 import { ORDER_TOTAL_TOO_LARGE, orderTotal } from '../../../shared/decimal.ts';
 import { lockOwned } from '../../framework/crud.ts';
 import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
-import { checkReferences } from '../../framework/references.ts';
-import { readRoutes } from '../../framework/resource-routes.ts';
+import { checkAll, checkReferences } from '../../framework/references.ts';
+import { checkOrderLines } from '../../framework/line-parts.ts';
+import { childListRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
-import { describeOperation, nextState } from '../../framework/transitions.ts';
+import { allowedMove, describeOperation, eventOf, settle } from '../../framework/transitions.ts';
 import { applyStock, changeStock, lockReservations, SHORTAGE_CONFLICT, type NewReservation } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
-import { SALES_ORDER_EVENTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
+import { fulfil } from './fulfillment.ts';
+import { SALES_ORDER_EVENTS, SALES_ORDER_FACTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
 import { orderLines, resolveSalesOrder, type OrderItems } from './lines.ts';
 import {
-  findSalesOrder, insertLines, insertOrder, listSalesOrders, setStatus, toSalesOrder, withLines, type SalesOrderRow, type SalesOrderWithLines,
+  findSalesOrder, FULFILLMENT_TABLES, insertLines, insertOrder, listFulfillments, listSalesOrders, setStatus, toFulfillment, toSalesOrder, withLines,
+  type SalesOrderRow, type SalesOrderWithLines,
 } from './queries.ts';
-import { CreateSalesOrder, FulfillSalesOrder, ReserveSalesOrder, SalesOrder, SalesOrderListQuery } from './schema.ts';
+import {
+  CreateFulfillment, CreateSalesOrder, FulfillSalesOrder, ReserveSalesOrder, SalesFulfillment, SalesFulfillmentResult,
+  SalesOrder, SalesOrderListQuery,
+} from './schema.ts';
 
 const tag = 'Sales orders';
 const illegalMove = 'The order is not in a status this operation applies to; the body names its `status` and the `operation`.';
 
-/** What each line has not reserved yet, reserved at `locationId`. */
+/** What each line still needs (neither fulfilled nor reserved yet), reserved at `locationId`. */
 function unreserved(order: Pick<SalesOrderWithLines, 'id' | 'lines'>, locationId: string): NewReservation[] {
   return order.lines.flatMap((line) => {
-    const remainder = toMicros(line.quantity) - toMicros(line.quantity_reserved);
+    const remainder = toMicros(line.quantity) - toMicros(line.quantity_fulfilled) - toMicros(line.quantity_reserved);
     return remainder > 0n
       ? [{ itemId: line.item_id, locationId, quantity: fromMicros(remainder), source: { type: 'sales_order' as const, id: order.id, lineItemId: line.id } }]
       : [];
@@ -65,85 +71,121 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
   },
 });
 
+interface Effect {
+  /** Columns the operation sets on the order besides its status. */
+  values?: Partial<Pick<SalesOrderRow, 'fulfilled_location_id'>>;
+  /** Facts the life cycle's outcomes depend on, once the operation applied. */
+  facts?: { complete?: boolean };
+}
+
 /**
  * Locks the order (a second operation on it waits, then sees the first one's status), checks the move against the
- * life cycle, applies `effect`, sets the new status and records the operation's event.
+ * life cycle, applies `effect`, sets the status the move ends in and records the operation's event.
  */
-async function transition(
+async function transition<E extends Effect>(
   trx: Knex.Transaction,
   auth: ApiKeyIdentity,
   id: string,
   operation: SalesOrderOperation,
-  effect: (order: SalesOrderWithLines) => Promise<Partial<Pick<SalesOrderRow, 'fulfilled_location_id'>>> = async () => ({}),
-) {
+  effect: (order: SalesOrderWithLines) => Promise<E>,
+): Promise<{ order: SalesOrder; effect: E }> {
   const locked = await lockOwned<SalesOrderRow>(trx, 'sales_orders', auth.accountId, id);
   if (!locked) throw new NotFoundError('Sales order');
-  const status = nextState(SALES_ORDER_TRANSITIONS, 'sales order', locked.status, operation);
+  const move = allowedMove(SALES_ORDER_TRANSITIONS, 'sales order', locked.status, operation);
   const [order] = await withLines(trx, auth.accountId, [locked]);
-  const changed = toSalesOrder(await setStatus(trx, order!, status, await effect(order!)));
-  const event = SALES_ORDER_EVENTS[operation];
+  const applied = await effect(order!);
+  const status = settle(move, applied.facts);
+  const changed = toSalesOrder(await setStatus(trx, order!, status, applied.values));
+  const event = eventOf(SALES_ORDER_EVENTS, operation, status);
   if (event) await recordEvent(trx, auth.accountId, { type: event, data: changed });
-  return changed;
+  return { order: changed, effect: applied };
 }
+
+/** A fulfilment as an effect: where a complete order was fulfilled from, when that was one location. */
+async function fulfilment(trx: Knex.Transaction, auth: ApiKeyIdentity, order: SalesOrderWithLines, request: CreateFulfillment): Promise<Effect & { id: string }> {
+  const { id, complete } = await fulfil(trx, auth, order, request);
+  const locations = new Set([...order.fulfillments.map((row) => row.location_id), request.locationId]);
+  return { id, facts: { complete }, values: complete && locations.size === 1 ? { fulfilled_location_id: request.locationId } : {} };
+}
+
+const SHIPPING = 'What the order reserved there for those lines is taken first (its reservations are consumed: `reservation.released`, '
+  + 'reason `fulfilled`), the rest must be available (not reserved for anything else); a line then holding more than it still needs '
+  + 'releases the excess, elsewhere first (reason `completed`). Stock movements of type `sales_fulfillment` whose `source` is the '
+  + 'fulfilment, each with its `stock.adjusted` event.';
 
 const fulfill = defineRoute({
   method: 'post', path: '/sales-orders/{id}/fulfill', operationId: 'fulfillSalesOrder', tag,
-  summary: 'Fulfil a sales order',
-  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'fulfill')} Takes every line out of stock at \`locationId\` (stock movements `
-    + 'of type `sales_fulfillment` whose source is the order, each with its `stock.adjusted` event), all lines or none. What the '
-    + 'order reserved there is taken first (its reservations are consumed: `reservation.released`, reason `fulfilled`); the rest '
-    + 'must be available (not reserved for anything else); what the order still holds elsewhere is released (reason `completed`). '
+  summary: 'Fulfil everything a sales order has left',
+  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'fulfill', SALES_ORDER_FACTS)} Ships what every line has left from `
+    + `\`locationId\` as one fulfilment (the same as \`POST /sales-orders/{id}/fulfillments\` without \`lines\`), all lines or none. ${SHIPPING} `
     + 'If any line is short it is a 409 whose `shortages` names each and nothing changes. Records a `sales_order.fulfilled` event.',
   body: FulfillSalesOrder,
   resolve: checkReferences([{ table: 'locations', field: 'locationId' }]),
   success: { status: 200, description: 'The fulfilled sales order', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or a line is short: ${SHORTAGE_CONFLICT}` },
-  handler: async ({ db, auth, params, body }) => ok(await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'fulfill', async (order) => {
-    const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
-    await changeStock(trx, {
-      accountId: auth.accountId, userId: auth.userId,
-      move: {
-        type: 'sales_fulfillment', reason: `Sales order ${order.sales_order_number}`, source: { type: 'sales_order', id: order.id },
-        changes: order.lines.map((line) => ({ itemId: line.item_id, locationId: body.locationId, quantity: -line.quantity })),
-      },
-      close: held.map((row) => (row.location_id === body.locationId
-        ? { row, quantity: row.quantity, as: 'consumed', reason: 'fulfilled' }
-        : { row, quantity: row.quantity, as: 'released', reason: 'completed' })),
-    });
-    return { fulfilled_location_id: body.locationId };
-  }))),
+  handler: async ({ db, auth, params, body }) => ok((await db.transaction((trx) =>
+    transition(trx, auth, params.id ?? '', 'fulfill', (order) => fulfilment(trx, auth, order, body)))).order),
+});
+
+const createFulfillment = defineRoute({
+  method: 'post', path: '/sales-orders/{id}/fulfillments', operationId: 'createSalesFulfillment', tag,
+  summary: 'Ship some of a sales order',
+  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'ship', SALES_ORDER_FACTS)} Ships \`lines\` (each an order line and a `
+    + 'quantity, at most what it has left) from `locationId`, or without `lines` everything the order has left; it may be repeated, '
+    + `from other locations too. ${SHIPPING} All lines or none: a short line is a 409 naming every short level (\`shortages\`), a line `
+    + 'asked for more than it has left a 409 naming each such line and what it has left (`remainders`). Records '
+    + '`sales_order.partially_fulfilled`, or `sales_order.fulfilled` when the order is complete.',
+  body: CreateFulfillment,
+  resolve: checkAll(checkReferences([{ table: 'locations', field: 'locationId' }]), checkOrderLines(FULFILLMENT_TABLES)),
+  success: { status: 201, description: 'The fulfilment, with the order as it stands after it (`salesOrder`)', schema: SalesFulfillmentResult },
+  errors: {
+    404: 'No such sales order in this account',
+    409: `${illegalMove} Or a line is asked for more than it has left: \`remainders\` names each (\`lineItemId\`, \`itemId\`, \`requested\`, `
+      + `\`remaining\`). Or a line is short: ${SHORTAGE_CONFLICT}`,
+  },
+  handler: async ({ db, auth, params, body }) => created(await db.transaction(async (trx) => {
+    const { order, effect } = await transition(trx, auth, params.id ?? '', 'ship', (locked) => fulfilment(trx, auth, locked, body));
+    return { ...order.fulfillments.find((row) => row.id === effect.id)!, salesOrder: order };
+  })),
+});
+
+const fulfillments = childListRoute({
+  path: '/sales-orders/{id}/fulfillments', tag, noun: 'fulfilment', record: SalesFulfillment, toRecord: toFulfillment,
+  parent: { table: 'sales_orders', noun: 'sales order' }, list: listFulfillments,
+  description: 'What shipped for the order, oldest first, a page at a time (the order embeds them all as `fulfillments` too).',
 });
 
 const cancel = defineRoute({
   method: 'post', path: '/sales-orders/{id}/cancel', operationId: 'cancelSalesOrder', tag,
   summary: 'Cancel a sales order',
-  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'cancel')} Takes no body. What the order reserved is released `
-    + '(`reservation.released`, reason `cancelled`). Records a `sales_order.cancelled` event.',
+  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'cancel', SALES_ORDER_FACTS)} Takes no body. What the order has not shipped `
+    + 'is cancelled (what shipped stays shipped) and what it reserved is released (`reservation.released`, reason `cancelled`). '
+    + 'Records a `sales_order.cancelled` event.',
   success: { status: 200, description: 'The cancelled sales order', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: illegalMove },
-  handler: async ({ db, auth, params }) => ok(await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'cancel', async (order) => {
+  handler: async ({ db, auth, params }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'cancel', async (order) => {
     const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
     await changeStock(trx, {
       accountId: auth.accountId, userId: auth.userId,
       close: held.map((row) => ({ row, quantity: row.quantity, as: 'released', reason: 'cancelled' })),
     });
     return {};
-  }))),
+  }))).order),
 });
 
 const reserve = defineRoute({
   method: 'post', path: '/sales-orders/{id}/reserve', operationId: 'reserveSalesOrder', tag,
   summary: 'Reserve a sales order',
-  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'reserve')} Reserves at \`locationId\` what each line has not reserved yet, `
-    + 'all lines or none (`reservation.created` for each); a line already reserved in full is left as it is.',
+  description: `${describeOperation(SALES_ORDER_TRANSITIONS, 'reserve', SALES_ORDER_FACTS)} Reserves at \`locationId\` what each line `
+    + 'still needs (neither fulfilled nor reserved yet), all lines or none (`reservation.created` for each); a line that needs nothing more is left as it is.',
   body: ReserveSalesOrder,
   resolve: checkReferences([{ table: 'locations', field: 'locationId' }]),
   success: { status: 200, description: 'The order, each line with what it holds (`quantityReserved`)', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or a line is short there: ${SHORTAGE_CONFLICT}` },
-  handler: async ({ db, auth, params, body }) => ok(await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'reserve', async (order) => {
+  handler: async ({ db, auth, params, body }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'reserve', async (order) => {
     await changeStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved(order, body.locationId) });
     return {};
-  }))),
+  }))).order),
 });
 
 const salesOrders = readRoutes({
@@ -152,4 +194,4 @@ const salesOrders = readRoutes({
   listDescription: 'Each order with its lines.',
 });
 
-export const salesOrderRoutes = [salesOrders.list, create, salesOrders.get, fulfill, cancel, reserve];
+export const salesOrderRoutes = [salesOrders.list, create, salesOrders.get, fulfill, createFulfillment, fulfillments, cancel, reserve];

@@ -1,7 +1,7 @@
 import { isRecord } from '../../../shared/guards.ts';
 import { listQuery } from '../../framework/pagination.ts';
 import {
-  decimal, describe, enums, id, list, named, nullable, object, oneOf, optional, text, timestamp, type Infer, type NoShape,
+  array, decimal, describe, enums, id, list, named, nullable, object, oneOf, optional, text, timestamp, type Infer, type NoShape,
 } from '../../framework/schema.ts';
 import { SALES_ORDER_STATUSES } from './lifecycle.ts';
 
@@ -14,19 +14,42 @@ export const SalesOrderLine = named('SalesOrderLine', object({
   sku: text({ description: "The item's sku when the order was taken." }),
   quantity: decimal({ sign: 'positive' }),
   price: decimal({ sign: 'nonNegative', description: 'Per unit. Shape A orders take the item\'s `price`.', example: 12.5 }),
-  quantityReserved: decimal({ sign: 'nonNegative', description: 'Held for this line by its open reservations, at any location (see `GET /reservations?salesOrderId=`).' }),
+  quantityFulfilled: decimal({ sign: 'nonNegative', description: 'Shipped by the order\'s fulfilments so far; the line is complete when it equals `quantity`.' }),
+  quantityReserved: decimal({
+    sign: 'nonNegative',
+    description: 'Held for this line by its open reservations, at any location (see `GET /reservations?salesOrderId=`); never more than it still needs.',
+  }),
 }));
 export type SalesOrderLine = Infer<typeof SalesOrderLine>;
+
+export const SalesFulfillment = named('SalesFulfillment', object({
+  id: id(),
+  salesOrderId: id(),
+  locationId: id('Where the goods were taken from.'),
+  reference: nullable(text({ description: 'Yours, as sent: a tracking number, a carrier\'s reference.' })),
+  lines: array(named('SalesFulfillmentLine', object({
+    lineItemId: id('The order line shipped.'),
+    itemId: id(),
+    quantity: decimal({ sign: 'positive', description: 'Shipped from that line by this fulfilment.' }),
+  }))),
+  createdBy: id('The user the API key acts as.'),
+  createdAt: timestamp(),
+}));
+export type SalesFulfillment = Infer<typeof SalesFulfillment>;
 
 export const SalesOrder = named('SalesOrder', object({
   id: id(),
   salesOrderNumber: text({ description: 'Yours when you sent one, else assigned per account: `SO-000001`, `SO-000002`, ...' }),
   integrationSourceId: nullable(text({ description: 'Your identifier of the order in the system it came from.' })),
   customerId: id(),
-  status: describe(enums([...SALES_ORDER_STATUSES]), { description: '`open` on create; `fulfilled` or `cancelled` after the matching operation.' }),
+  status: describe(enums([...SALES_ORDER_STATUSES]), {
+    description: '`open` on create; `partially_fulfilled` once something shipped, `fulfilled` once every line did; `cancelled` after cancel.',
+  }),
   lineItems: describe(list(SalesOrderLine, { min: 1, max: MAX_LINES }), { description: 'In the order sent, whichever shape was sent.' }),
   total: decimal({ sign: 'nonNegative', description: 'The sum of quantity × price over the lines, exact.', example: 62.5 }),
-  fulfilledLocationId: nullable(id('Where the order was fulfilled from; null until it is.')),
+  fulfilledLocationId: nullable(id('Where the order was fulfilled from, once it is, when every fulfilment was from one location; '
+    + 'null until then, and when they were from several (see `fulfillments`).')),
+  fulfillments: describe(array(SalesFulfillment), { description: 'What shipped, oldest first.' }),
   createdAt: timestamp(),
   updatedAt: timestamp(),
 }));
@@ -113,6 +136,26 @@ export const FulfillSalesOrder = named('FulfillSalesOrder', object({
   locationId: id('A location of your account: every line is taken out of stock there.'),
 }));
 export type FulfillSalesOrder = Infer<typeof FulfillSalesOrder>;
+
+export const FulfillmentLine = named('FulfillmentLineRequest', object({
+  lineItemId: id('A line of this order.'),
+  quantity: decimal({ sign: 'positive', description: 'At most what the line has left to fulfil.', example: 2 }),
+}));
+
+export const CreateFulfillment = named('CreateFulfillment', object({
+  locationId: id('A location of your account: the goods are taken out of stock there.'),
+  lines: optional(list(FulfillmentLine, {
+    min: 1, max: MAX_LINES, description: 'The lines, or parts of lines, to ship, each line once. Absent: everything the order has left.',
+  })),
+  reference: optional(nullable(text({ max: 255, description: 'Optional: yours, kept on the fulfilment (a tracking number, say).' }))),
+}));
+export type CreateFulfillment = Infer<typeof CreateFulfillment>;
+
+/** The answer of a fulfilment: it, and the order as it stands after. */
+export const SalesFulfillmentResult = named('SalesFulfillmentResult', object({
+  ...SalesFulfillment.schema,
+  salesOrder: SalesOrder,
+}));
 
 export const ReserveSalesOrder = named('ReserveSalesOrder', object({
   locationId: id('A location of your account: what each line has not reserved yet is reserved there.'),

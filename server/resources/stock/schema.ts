@@ -37,7 +37,10 @@ export const StockMovement = named('StockMovement', object({
   type: describe(enums([...MOVEMENT_TYPES]), { description: 'What kind of change this was.' }),
   reason: nullable(text()),
   source: named('MovementSource', object({
-    type: describe(enums([...SOURCE_TYPES]), { description: 'The kind of record that caused the movement.' }),
+    type: describe(enums([...SOURCE_TYPES]), {
+      description: 'The kind of record that caused the movement. A fulfilment\'s movements name it (`sales_fulfillment`), a receipt\'s '
+        + 'name it (`purchase_receipt`); those of orders fulfilled or closed before fulfilments and receipts were records name the order.',
+    }),
     id: id('The id of that record.'),
   })),
   createdBy: id('The user the API key acts as.'),
