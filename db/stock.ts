@@ -555,20 +555,25 @@ async function closeReservations(trx: Knex.Transaction, closing: ClosingReservat
 
 // --- The operation
 
+/** The move's movements, in the order of its changes: one statement of column arrays, whatever their number. */
 async function insertMovements(trx: Knex.Transaction, op: StockOperation): Promise<MovementRow[]> {
   const { move } = op;
   if (!move?.changes.length) return [];
-  return trx('stock_movements').insert(move.changes.map((change) => ({
-    account_id: op.accountId,
-    item_id: change.itemId,
-    location_id: change.locationId,
-    quantity: String(change.quantity),
-    type: move.type,
-    reason: change.reason === undefined ? move.reason : change.reason,
-    source_type: (change.source ?? move.source).type,
-    source_id: (change.source ?? move.source).id,
-    created_by: op.userId,
-  }))).returning('*');
+  const column = <T>(value: (change: StockChange) => T) => move.changes.map(value);
+  const { rows } = await trx.raw<{ rows: MovementRow[] }>(
+    `insert into stock_movements (account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
+     select ?::uuid, ?::uuid, ?, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
+     from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::text[], ?::text[], ?::uuid[]) with ordinality
+       as m(item_id, location_id, quantity, reason, source_type, source_id, n)
+     order by m.n
+     returning *`,
+    [
+      op.accountId, op.userId, move.type, column((change) => change.itemId), column((change) => change.locationId),
+      column((change) => String(change.quantity)), column((change) => (change.reason === undefined ? move.reason : change.reason)),
+      column((change) => (change.source ?? move.source).type), column((change) => (change.source ?? move.source).id),
+    ] as Knex.Value[],
+  );
+  return rows;
 }
 
 /**
