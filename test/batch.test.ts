@@ -160,3 +160,16 @@ test('a batch of 1,000 rows takes the statements a batch of 2 does', async (t) =
     await db.destroy();
   }
 });
+
+test('race: batches sharing new and existing skus in different orders all succeed; each sku is one item', async (t) => {
+  const s = await warehouse(h);
+  const skus = Array.from({ length: 300 }, (_, i) => `RACE-${i}`);
+  const shuffled = (seed: number) => [...skus].sort((a, b) => ((a.length * 31 + Number(a.slice(5)) * seed) % 97) - ((b.length * 31 + Number(b.slice(5)) * seed) % 97));
+  const batch = (order: string[], round: number) => s.api.post('/items/batch', { items: order.map((sku) => ({ sku, name: `${sku} ${round}` })) });
+
+  const results = await Promise.all([1, 2, 3, 5, 7, 11].map((seed) => batch(shuffled(seed), seed)));
+
+  t.deepEqual(results.map((r) => [r.status, r.body.error]), results.map(() => [200, undefined]));
+  t.is(results.reduce((sum, r) => sum + r.body.created, 0), 300, 'each sku created once');
+  t.is(Number((await h.db('items').where({ account_id: s.accountId }).whereLike('sku', 'RACE-%').count({ n: '*' }).first())!.n), 300);
+});

@@ -81,6 +81,7 @@ export interface UpsertResult {
  * Upserts by sku, set-based: the existing items locked (one statement), the new ones inserted (one), the changed ones
  * updated (one), whatever the number of rows. What is sent is compared with what is stored, so an item sent as it
  * already is is left alone. A sku another transaction inserts meanwhile is found locked on the next round and updated.
+ * Rows are locked and inserted in sku order, so that two batches sharing skus wait for each other rather than deadlock.
  */
 export async function upsertItems(trx: Knex.Transaction, accountId: string, rows: ItemBatchRow[]): Promise<UpsertResult> {
   const placed = new Map<string, ItemRow>();
@@ -89,7 +90,7 @@ export async function upsertItems(trx: Knex.Transaction, accountId: string, rows
   for (let round = 0; placed.size < rows.length; round += 1) {
     if (round === 3) throw new ConflictError('Items of this batch kept being created concurrently; send it again');
     const pending = rows.filter((row) => !placed.has(row.sku));
-    const existing: ItemRow[] = await trx('items').where({ account_id: accountId }).whereIn('sku', pending.map((row) => row.sku)).forNoKeyUpdate().select('*');
+    const existing: ItemRow[] = await trx('items').where({ account_id: accountId }).whereIn('sku', pending.map((row) => row.sku)).orderBy('sku').forNoKeyUpdate().select('*');
     const bySku = new Map(existing.map((row) => [row.sku, row]));
     const changes: ItemRow[] = [];
     for (const row of pending) {
@@ -135,9 +136,9 @@ async function insertRows(trx: Knex.Transaction, accountId: string, rows: ItemBa
   const { rows: inserted } = await trx.raw<{ rows: ItemRow[] }>(
     `insert into items (account_id, sku, name, description, unit, price, cost, barcode)
      select ?::uuid, i.sku, i.name, i.description, coalesce(i.unit, 'pcs'), i.price, i.cost, i.barcode
-     from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::numeric[], ?::numeric[], ?::text[]) with ordinality
-       as i(sku, name, description, unit, price, cost, barcode, n)
-     order by i.n
+     from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::numeric[], ?::numeric[], ?::text[])
+       as i(sku, name, description, unit, price, cost, barcode)
+     order by i.sku
      on conflict (account_id, sku) do nothing
      returning *`,
     [accountId, column((row) => row.sku), column((row) => row.name), column((row) => row.description), column((row) => row.unit),
