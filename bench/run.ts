@@ -17,6 +17,7 @@ import { API_PREFIX } from '../server/routes.ts';
 import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed, SEED_SIZES } from './seed.ts';
 import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget, type Target } from './processes.ts';
+import { runBatchBench } from './batches.ts';
 import { runWebhookBench } from './webhook-delivery.ts';
 
 const { values } = parseArgs({ options: {
@@ -122,6 +123,7 @@ interface Scenario {
   baseline: boolean;
 }
 
+let nextSku = 0;
 const adjustment = (itemId: string, locationId: string): Request => ({
   method: 'POST', path: '/stock-adjustments', body: { itemId, locationId, quantity: 1 + Math.floor(Math.random() * 5), reason: 'bench' },
 });
@@ -131,6 +133,10 @@ const scenarios: Scenario[] = [
   { name: 'GET /items/{id}', baseline: true, request: () => ({ method: 'GET', path: `/items/${pick(seeded.itemIds)}` }) },
   { name: 'GET /items?page=1000&limit=100', baseline: true, request: () => ({ method: 'GET', path: '/items?page=1000&limit=100' }) },
   { name: 'GET /stock-levels?itemId=', baseline: true, request: () => ({ method: 'GET', path: `/stock-levels?itemId=${pick(seeded.itemIds)}` }) },
+  {
+    name: 'POST /items (one row)', baseline: false,
+    request: () => ({ method: 'POST', path: '/items', body: { sku: `ONE-${process.pid}-${nextSku++}`, name: 'One at a time', price: 1.5 } }),
+  },
   { name: 'POST /stock-adjustments (random of 1,000 items)', baseline: true, request: () => adjustment(pick(adjustable), pick(seeded.locationIds)) },
   { name: 'POST /stock-adjustments (one hot item)', baseline: true, request: () => adjustment(hot.itemId, hot.locationId) },
   { name: 'POST /sales-orders (5 lines)', baseline: false, request: () => salesOrder() },
@@ -159,6 +165,9 @@ for (const scenario of scenarios) {
     ratio: baseline ? Number((measured.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)) : null,
   });
 }
+
+log('Bulk writes (items upserted 1,000 at a time, adjustments of 1,000 rows, counts of 1,000 lines)...');
+const batches = await runBatchBench(ours.base, seeded.apiKey, { items: 100_000, itemIds: adjustable, locationIds: seeded.locationIds });
 
 // The hot row serialised: its level is the sum of its movements.
 const hotCheck = await db.raw(`select l.quantity as level, (select sum(quantity) from stock_movements m
@@ -192,7 +201,12 @@ const markdown = [
 ].join('\n');
 const plainOrders = rows.find((row) => row.scenario === 'POST /sales-orders (5 lines)')!;
 const reservingOrders = rows.find((row) => row.scenario === 'POST /sales-orders (5 lines, reserving)')!;
+const singleItems = rows.find((row) => row.scenario === 'POST /items (one row)')!;
 const notes = [
+  `bulk: items upserted in batches of 1,000 (100,000, one client): ${batches.itemInsertsPerSecond} rows/s as inserts, `
+    + `${batches.itemUpdatesPerSecond} rows/s as updates (${(batches.itemInsertsPerSecond / singleItems.requestsPerSecond).toFixed(0)}x the single-row create); `
+    + `adjustments ${batches.adjustmentRowsPerSecond} rows/s in batches of 1,000; a count of 1,000 lines ${batches.countMsP50} ms (p50, max ${batches.countMsMax}); `
+    + `${batches.failures} failed`,
   `sales orders reserving their lines run at ${(reservingOrders.requestsPerSecond / plainOrders.requestsPerSecond).toFixed(2)}x the rate of those that do not`,
   `page 1000 costs ${(pageOne.p50Ms ? deep.p50Ms / pageOne.p50Ms : NaN).toFixed(2)}x page 1 (p50), ${(pageOne.requestsPerSecond / deep.requestsPerSecond).toFixed(2)}x (req/s)`,
   `hot row: level ${hotRow.level}, sum of its movements ${hotRow.movements} (${Number(hotRow.level) === Number(hotRow.movements) ? 'equal' : 'DIFFERENT'})`,
@@ -209,7 +223,7 @@ log(`\n${machine}\n\n${markdown}\n\n${notes.map((note) => `- ${note}`).join('\n'
 await mkdir(new URL('./results/', import.meta.url), { recursive: true });
 await writeFile(new URL('./results/latest.json', import.meta.url), `${JSON.stringify({
   date: new Date().toISOString(), machine, connections: CONNECTIONS, durationSeconds: DURATION, seed: SEED_SIZES,
-  scenarios: rows, hotRow, webPeakRssMb, webhooks, markdown, notes,
+  scenarios: rows, hotRow, webPeakRssMb, batches, webhooks, markdown, notes,
 }, null, 2)}\n`);
 log(`\nWritten to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
 process.exit(0);

@@ -32,6 +32,10 @@ export interface StockChange {
    * the level oversold. Any other removal takes only what is available.
    */
   physical?: boolean;
+  /** The record this change belongs to, when a move's changes belong to several (a batch); else the move's. */
+  source?: { type: SourceType; id: string };
+  /** Its own reason, when a move's changes have several; else the move's. */
+  reason?: string | null;
 }
 
 export interface StockMove {
@@ -190,6 +194,12 @@ interface LevelDelta {
   itemId: string;
   locationId: string;
   quantity: bigint;
+  /**
+   * The lowest and the highest the changes take the quantity on the way, relative to now: changes of one level apply
+   * in order (a batch may take a level down, then up), and no step may leave the range.
+   */
+  low: bigint;
+  high: bigint;
   reserved: bigint;
   incoming: bigint;
   takesAvailable: boolean;
@@ -211,14 +221,14 @@ function refusal(delta: LevelDelta, now: LevelState): Shortage | Overflow | unde
   const availableBefore = now.quantity - now.reserved;
   const availableAfter = quantity - (now.reserved + delta.reserved);
   const taken = availableBefore - availableAfter;
-  if (quantity < 0n) {
-    return { itemId, locationId, available: fromMicros(availableBefore), reserved: fromMicros(now.reserved), requested: fromMicros(-delta.quantity) };
+  if (now.quantity + delta.low < 0n) {
+    return { itemId, locationId, available: fromMicros(availableBefore), reserved: fromMicros(now.reserved), requested: fromMicros(-delta.low) };
   }
   // A change that takes from what is available may not leave less than nothing (an oversold level has nothing to give).
   if (delta.takesAvailable && taken > 0n && availableAfter < 0n) {
     return { itemId, locationId, available: fromMicros(availableBefore), reserved: fromMicros(now.reserved), requested: fromMicros(taken) };
   }
-  if (quantity > MAX_MICROS) return { itemId, locationId, quantity: fromMicros(now.quantity), added: fromMicros(delta.quantity), maximum: MAX_DECIMAL };
+  if (now.quantity + delta.high > MAX_MICROS) return { itemId, locationId, quantity: fromMicros(now.quantity), added: fromMicros(delta.high), maximum: MAX_DECIMAL };
   if (now.incoming + delta.incoming > MAX_MICROS) {
     return { itemId, locationId, incoming: fromMicros(now.incoming), added: fromMicros(delta.incoming), maximum: MAX_DECIMAL };
   }
@@ -256,6 +266,9 @@ interface LevelRow {
   reserved: number;
   incoming: number;
 }
+
+const levelNumbers = (state: LevelState) =>
+  ({ quantity: fromMicros(state.quantity), reserved: fromMicros(state.reserved), incoming: fromMicros(state.incoming) });
 
 const stateOf = (row: { quantity: string; reserved: string; incoming: string }): LevelState =>
   ({ quantity: toMicros(row.quantity), reserved: toMicros(row.reserved), incoming: toMicros(row.incoming) });
@@ -391,20 +404,29 @@ async function reserveExisting(trx: Knex.Transaction, op: StockOperation, deltas
 }
 
 /**
+ * Locks the levels of `keys` until the transaction ends, creating the missing ones at 0, in the global order, and
+ * reads them exactly: one statement whatever their number.
+ */
+async function lockLevels(trx: Knex.Transaction, accountId: string, keys: Array<{ itemId: string; locationId: string }>): Promise<Map<string, LevelState>> {
+  const unique = [...new Map(keys.map((key) => [levelKey(key), key])).values()];
+  const { rows } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: string; reserved: string; incoming: string }> }>(
+    `insert into stock_levels (account_id, item_id, location_id)
+     select ?::uuid, c.item_id, c.location_id from unnest(?::uuid[], ?::uuid[]) as c(item_id, location_id)
+     order by c.item_id, c.location_id
+     on conflict (account_id, item_id, location_id) do update set quantity = stock_levels.quantity
+     returning item_id, location_id, quantity::text as quantity, reserved::text as reserved, incoming::text as incoming`,
+    [accountId, unique.map((key) => key.itemId), unique.map((key) => key.locationId)] as Knex.Value[],
+  );
+  return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), stateOf(row)]));
+}
+
+/**
  * Several levels in two statements whatever their number: the first locks every level (creating the missing ones
  * at 0) in the global order and reads it exactly, so every refusal is known before anything moves; the second
  * changes them all. Levels created for a refused change only exist until the 409 rolls it back.
  */
 async function changeMany(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<Map<string, LevelRow>> {
-  const { rows: locked } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: string; reserved: string; incoming: string }> }>(
-    `insert into stock_levels (account_id, item_id, location_id)
-     select ?::uuid, c.item_id, c.location_id from json_to_recordset(?::json) as c(item_id uuid, location_id uuid)
-     order by c.item_id, c.location_id
-     on conflict (account_id, item_id, location_id) do update set quantity = stock_levels.quantity
-     returning item_id, location_id, quantity::text as quantity, reserved::text as reserved, incoming::text as incoming`,
-    [accountId, JSON.stringify(deltas.map((delta) => ({ item_id: delta.itemId, location_id: delta.locationId })))],
-  );
-  const now = new Map(locked.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), stateOf(row)]));
+  const now = await lockLevels(trx, accountId, deltas);
   const refusals = deltas.flatMap((delta) => refusal(delta, now.get(levelKey(delta))!) ?? []);
   if (refusals.length) throw refused(refusals);
 
@@ -429,7 +451,7 @@ function deltasOf(op: StockOperation): LevelDelta[] {
     const key = levelKey({ itemId, locationId });
     let delta = deltas.get(key);
     if (!delta) {
-      delta = { itemId, locationId, quantity: 0n, reserved: 0n, incoming: 0n, takesAvailable: false, physical: false };
+      delta = { itemId, locationId, quantity: 0n, low: 0n, high: 0n, reserved: 0n, incoming: 0n, takesAvailable: false, physical: false };
       deltas.set(key, delta);
     }
     return delta;
@@ -437,6 +459,8 @@ function deltasOf(op: StockOperation): LevelDelta[] {
   for (const change of op.move?.changes ?? []) {
     const delta = at(change.itemId, change.locationId);
     delta.quantity += toMicros(change.quantity);
+    if (delta.quantity < delta.low) delta.low = delta.quantity;
+    if (delta.quantity > delta.high) delta.high = delta.quantity;
     if (change.quantity < 0 && !change.physical) delta.takesAvailable = true;
   }
   for (const reservation of op.reserve ?? []) {
@@ -531,20 +555,25 @@ async function closeReservations(trx: Knex.Transaction, closing: ClosingReservat
 
 // --- The operation
 
+/** The move's movements, in the order of its changes: one statement of column arrays, whatever their number. */
 async function insertMovements(trx: Knex.Transaction, op: StockOperation): Promise<MovementRow[]> {
   const { move } = op;
   if (!move?.changes.length) return [];
-  return trx('stock_movements').insert(move.changes.map((change) => ({
-    account_id: op.accountId,
-    item_id: change.itemId,
-    location_id: change.locationId,
-    quantity: String(change.quantity),
-    type: move.type,
-    reason: move.reason,
-    source_type: move.source.type,
-    source_id: move.source.id,
-    created_by: op.userId,
-  }))).returning('*');
+  const column = <T>(value: (change: StockChange) => T) => move.changes.map(value);
+  const { rows } = await trx.raw<{ rows: MovementRow[] }>(
+    `insert into stock_movements (account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
+     select ?::uuid, ?::uuid, ?, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
+     from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::text[], ?::text[], ?::uuid[]) with ordinality
+       as m(item_id, location_id, quantity, reason, source_type, source_id, n)
+     order by m.n
+     returning *`,
+    [
+      op.accountId, op.userId, move.type, column((change) => change.itemId), column((change) => change.locationId),
+      column((change) => String(change.quantity)), column((change) => (change.reason === undefined ? move.reason : change.reason)),
+      column((change) => (change.source ?? move.source).type), column((change) => (change.source ?? move.source).id),
+    ] as Knex.Value[],
+  );
+  return rows;
 }
 
 /**
@@ -557,11 +586,13 @@ async function insertMovements(trx: Knex.Transaction, op: StockOperation): Promi
  */
 export async function applyStock(trx: Knex.Transaction, op: StockOperation): Promise<StockResult & { events: NewEvent[]; jobs: JobSpec[] }> {
   const deltas = deltasOf(op);
-  const existing = deltas.length > 1 && deltas.length <= EXISTING_AT_ONCE && deltas.every((delta) => delta.quantity <= 0n && delta.incoming <= 0n);
+  // A level a batch takes out of its range on the way (and back) is checked step by step, on the levels as read.
+  const inOrder = deltas.some((delta) => delta.low < (delta.quantity < 0n ? delta.quantity : 0n) || delta.high > (delta.quantity > 0n ? delta.quantity : 0n));
+  const existing = !inOrder && deltas.length > 1 && deltas.length <= EXISTING_AT_ONCE && deltas.every((delta) => delta.quantity <= 0n && delta.incoming <= 0n);
   const reservesOnly = existing && !op.move && !op.close?.length && !op.expect?.length && Boolean(op.reserve?.length);
   const reservedHere = reservesOnly ? await reserveExisting(trx, op, deltas) : undefined;
   const levels = reservedHere?.levels ?? (deltas.length === 0 ? new Map<string, LevelRow>()
-    : deltas.length === 1 ? await changeOne(trx, op.accountId, deltas[0]!)
+    : deltas.length === 1 && !inOrder ? await changeOne(trx, op.accountId, deltas[0]!)
       : existing ? await changeExisting(trx, op.accountId, deltas) : await changeMany(trx, op.accountId, deltas));
   const level = (itemId: string, locationId: string) => snapshot(levels.get(levelKey({ itemId, locationId }))!);
 
@@ -592,6 +623,63 @@ export async function changeStock(trx: Knex.Transaction, op: StockOperation): Pr
 export async function moveStock(trx: Knex.Transaction, op: { accountId: string; userId: string } & StockMove): Promise<AppliedMovement[]> {
   const { accountId, userId, ...move } = op;
   return (await changeStock(trx, { accountId, userId, move })).movements;
+}
+
+export interface CountLine {
+  itemId: string;
+  locationId: string;
+  /** What is there: the level is set to it. */
+  counted: number;
+  /** What the counter saw before counting: a level that no longer holds it makes the count stale. */
+  expected?: number;
+}
+
+export interface CountedLine extends CountLine {
+  previous: number;
+  difference: number;
+  level: LevelSnapshot;
+}
+
+/** How the 409 of a stale count reads, for the routes' documentation. */
+export const STALE_CONFLICT = 'A line\'s `expectedQuantity` is no longer the level\'s `quantity` (it changed since it was read): `stale` names '
+  + 'every such line (`itemId`, `expectedQuantity`, `quantity`); nothing was written. Read the levels again and recount or resend.';
+
+/**
+ * Sets levels to what was counted: under the levels' locks, each line's difference from what is on hand becomes a
+ * `count` movement (none when they are equal), a physical fact that may leave a level oversold. A line whose
+ * `expected` is no longer on hand makes the whole count a 409 naming every such line: a compare-and-set, so that a
+ * count taken before other changes never silently overwrites them.
+ */
+export async function countStock(
+  trx: Knex.Transaction,
+  op: { accountId: string; userId: string; reason: string | null; source: { type: SourceType; id: string }; lines: CountLine[] },
+): Promise<CountedLine[]> {
+  const now = await lockLevels(trx, op.accountId, op.lines);
+  const before = (line: CountLine) => now.get(levelKey(line))!;
+  const stale = op.lines
+    .filter((line) => line.expected !== undefined && toMicros(line.expected) !== before(line).quantity)
+    .map((line) => ({ itemId: line.itemId, locationId: line.locationId, expectedQuantity: line.expected, quantity: fromMicros(before(line).quantity) }));
+  if (stale.length) {
+    const [first] = stale;
+    throw new ConflictError(stale.length === 1
+      ? `The count is stale: item ${first!.itemId} was expected at ${first!.expectedQuantity} but is at ${first!.quantity}; nothing was changed`
+      : `The count is stale: ${stale.length} lines no longer hold their expectedQuantity; nothing was changed (see \`stale\`)`, { stale });
+  }
+  const differences = op.lines.map((line) => toMicros(line.counted) - before(line).quantity);
+  const result = await changeStock(trx, {
+    accountId: op.accountId, userId: op.userId,
+    move: {
+      type: 'count', reason: op.reason, source: op.source,
+      changes: op.lines.flatMap((line, index) => (differences[index] === 0n ? []
+        : [{ itemId: line.itemId, locationId: line.locationId, quantity: fromMicros(differences[index]!), physical: true }])),
+    },
+  });
+  return op.lines.map((line, index) => ({
+    ...line,
+    previous: fromMicros(before(line).quantity),
+    difference: fromMicros(differences[index]!),
+    level: differences[index] === 0n ? snapshot(levelNumbers(before(line))) : result.level(line.itemId, line.locationId),
+  }));
 }
 
 /** The levels of these items and locations as they stand (a missing one is all zeros). */

@@ -8,6 +8,7 @@ import { productionRecordRoutes } from './resources/production-records/routes.ts
 import { purchaseOrderRoutes } from './resources/purchase-orders/routes.ts';
 import { reservationRoutes } from './resources/reservations/routes.ts';
 import { salesOrderRoutes } from './resources/sales-orders/routes.ts';
+import { stockCountRoutes } from './resources/stock-counts/routes.ts';
 import { stockRoutes } from './resources/stock/routes.ts';
 import { webhookRoutes } from './resources/webhooks/routes.ts';
 
@@ -19,6 +20,7 @@ export const apiRoutes: AnyRoute[] = [
   ...locationRoutes,
   ...customerRoutes,
   ...stockRoutes,
+  ...stockCountRoutes,
   ...reservationRoutes,
   ...salesOrderRoutes,
   ...purchaseOrderRoutes,
@@ -29,10 +31,10 @@ export const apiRoutes: AnyRoute[] = [
 
 /** What each tag of the OpenAPI document groups. */
 export const apiTags: Record<string, string> = {
-  Items: 'Inventory items (also under `/inventory-items`): what you stock, with its SKU, prices and unit',
+  Items: 'Inventory items (also under `/inventory-items`): what you stock, with its SKU, prices and unit; upserted in bulk by sku',
   Locations: 'Places that hold stock: warehouses, shops, bins',
   Customers: 'Who sales orders are for',
-  Stock: 'Stock levels (on hand, reserved, available, incoming), the ledger of movements, adjustments and transfers',
+  Stock: 'Stock levels (on hand, reserved, available, incoming), the ledger of movements, adjustments (also in bulk), transfers and counts',
   Reservations: 'Stock held for sales orders and by hand: counted in `reserved`, no longer `available`',
   'Sales orders': 'Orders from customers: created in either shape, fulfilled from a location or cancelled',
   'Purchase orders': 'Orders to suppliers: confirmed, held, closed (received into stock) or cancelled',

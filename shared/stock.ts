@@ -2,7 +2,7 @@
 import type { JobSpec } from './events.ts';
 import { isRecord } from './guards.ts';
 
-export const MOVEMENT_TYPES = ['adjustment', 'transfer', 'purchase_receipt', 'production', 'sales_fulfillment'] as const;
+export const MOVEMENT_TYPES = ['adjustment', 'transfer', 'purchase_receipt', 'production', 'sales_fulfillment', 'count'] as const;
 export type MovementType = (typeof MOVEMENT_TYPES)[number];
 
 /**
@@ -10,7 +10,7 @@ export type MovementType = (typeof MOVEMENT_TYPES)[number];
  * orders fulfilled or closed before those records existed name the order itself (`sales_order`, `purchase_order`).
  */
 export const SOURCE_TYPES = [
-  'stock_adjustment', 'stock_transfer', 'purchase_receipt', 'production_record', 'sales_fulfillment', 'purchase_order', 'sales_order',
+  'stock_adjustment', 'stock_transfer', 'stock_count', 'purchase_receipt', 'production_record', 'sales_fulfillment', 'purchase_order', 'sales_order',
 ] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
 

@@ -30,7 +30,7 @@ test('the document lists every route with its statuses, the X-API-Key scheme and
   }
   t.true('409' in body.paths['/items'].post.responses);
   for (const path of ['/stock-adjustments', '/stock-transfers']) t.regex(body.paths[path].post.responses['409'].description, /below zero/);
-  t.deepEqual(body.components.schemas.StockMovement.properties.type.enum, ['adjustment', 'transfer', 'purchase_receipt', 'production', 'sales_fulfillment']);
+  t.deepEqual(body.components.schemas.StockMovement.properties.type.enum, ['adjustment', 'transfer', 'purchase_receipt', 'production', 'sales_fulfillment', 'count']);
   const listParams = body.paths['/inventory-items'].get.parameters.map((p: { name: string }) => p.name);
   for (const name of ['page', 'limit', 'size', 'updatedSince', 'sku', 'q', 'includeArchived']) t.true(listParams.includes(name), name);
 });

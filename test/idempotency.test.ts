@@ -55,6 +55,13 @@ const scenarios: Record<string, Scenario> = {
   createLocation: { prepare: async () => ({ path: '/locations', body: { name: 'Annex', code: 'ANNEX' } }) },
   createCustomer: { prepare: async () => ({ path: '/customers', body: { name: 'Grace', email: 'grace@example.com' } }) },
   createStockAdjustment: { prepare: async (s) => ({ path: '/stock-adjustments', body: { itemId: s.itemId, locationId: s.mainId, quantity: -3, reason: 'damaged' } }) },
+  createStockAdjustmentBatch: {
+    prepare: async (s) => ({ path: '/stock-adjustments/batch', body: { adjustments: [{ itemId: s.itemId, locationId: s.mainId, quantity: -1, reason: 'a' }, { sku: 'PART', locationId: s.backId, quantity: 2, reason: 'b' }] } }),
+  },
+  createStockCount: {
+    prepare: async (s) => ({ path: '/stock-counts', body: { locationId: s.mainId, reason: 'cycle', lines: [{ itemId: s.itemId, countedQuantity: 90, expectedQuantity: 100 }] } }),
+  },
+  upsertItems: { prepare: async () => ({ path: '/items/batch', body: { items: [{ sku: 'BOLT', price: 0.5 }, { sku: 'NEWER', name: 'Newer' }] } }) },
   createStockTransfer: { prepare: async (s) => ({ path: '/stock-transfers', body: { itemId: s.itemId, fromLocationId: s.mainId, toLocationId: s.backId, quantity: 4 } }) },
   createSalesOrder: { prepare: async (s) => ({ path: '/sales-orders', body: { customerId: s.customerId, lineItems: [{ itemId: s.itemId, quantity: 2 }] } }) },
   fulfillSalesOrder: { prepare: async (s) => ({ path: `/sales-orders/${await salesOrder(s)}/fulfill`, body: { locationId: s.mainId } }) },

@@ -15,6 +15,7 @@ import * as deliveryForeignKeys from './009_delivery_foreign_keys.ts';
 import * as levelMaximum from './010_level_maximum.ts';
 import * as reservations from './011_reservations.ts';
 import * as partialFlows from './012_partial_flows.ts';
+import * as stockCounts from './013_stock_counts.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '010_level_maximum': levelMaximum,
   '011_reservations': reservations,
   '012_partial_flows': partialFlows,
+  '013_stock_counts': stockCounts,
 };
 
 const source: Knex.MigrationSource<string> = {

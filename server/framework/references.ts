@@ -81,3 +81,46 @@ type Check<Input> = (input: Input) => Promise<{ problems: Problem[]; resolved: u
 export function checkAll<Input>(...checks: Array<Check<Input>>): Check<Input> {
   return async (input) => ({ problems: (await Promise.all(checks.map((check) => check(input)))).flatMap((found) => found.problems), resolved: undefined });
 }
+
+export interface ItemRef {
+  id: string;
+  sku: string;
+}
+
+/**
+ * For the rows of the body's list `list` that name an item by `itemId` or by `sku` (one or the other): each row's
+ * item, and a problem for each row that names neither or both, or an item the account does not have. One query per
+ * way of naming, whatever the number of rows.
+ */
+export async function resolveItemRows(db: Knex, accountId: string, body: unknown, list: string): Promise<{ problems: Problem[]; items: Array<ItemRef | undefined> }> {
+  const rows = isRecord(body) && Array.isArray(body[list]) ? body[list] as unknown[] : [];
+  const named = rows.map((row) => (isRecord(row) ? { itemId: row.itemId, sku: row.sku } : {}));
+  const ids = [...new Set(named.flatMap((row) => (typeof row.itemId === 'string' && isUuid(row.itemId) ? [row.itemId] : [])))];
+  const skus = [...new Set(named.flatMap((row) => (typeof row.sku === 'string' ? [row.sku] : [])))];
+  const found: ItemRef[] = [
+    ...ids.length ? await db('items').where({ account_id: accountId }).whereIn('id', ids).select('id', 'sku') : [],
+    ...skus.length ? await db('items').where({ account_id: accountId }).whereIn('sku', skus).select('id', 'sku') : [],
+  ];
+  const byId = new Map(found.map((item) => [item.id, item]));
+  const bySku = new Map(found.map((item) => [item.sku, item]));
+  const problems: Problem[] = [];
+  const items = named.map((row, index) => {
+    if (!isRecord(rows[index])) return undefined;
+    if (row.itemId !== undefined && row.sku !== undefined) {
+      problems.push({ path: `${list}[${index}].sku`, message: 'send itemId or sku, not both' });
+      return undefined;
+    }
+    if (row.itemId === undefined && row.sku === undefined) {
+      problems.push({ path: `${list}[${index}].itemId`, message: 'is required, or sku: name the item by one of them' });
+      return undefined;
+    }
+    const item = typeof row.itemId === 'string' ? byId.get(row.itemId) : typeof row.sku === 'string' ? bySku.get(row.sku) : undefined;
+    if (!item && (typeof row.itemId === 'string' || typeof row.sku === 'string')) {
+      problems.push(row.itemId !== undefined
+        ? { path: `${list}[${index}].itemId`, message: 'no item with this id in your account' }
+        : { path: `${list}[${index}].sku`, message: 'no item with this sku in your account' });
+    }
+    return item;
+  });
+  return { problems, items };
+}

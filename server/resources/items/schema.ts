@@ -1,6 +1,6 @@
 import { listQuery } from '../../framework/pagination.ts';
 import {
-  boolean, decimal, describe, id, named, nullable, object, optional, patchOf, queryBoolean, text, timestamp, withDefault,
+  array, boolean, decimal, describe, id, integer, list, named, nullable, object, optional, patchOf, queryBoolean, text, timestamp, withDefault,
   type Infer,
 } from '../../framework/schema.ts';
 
@@ -29,6 +29,32 @@ export const CreateItem = named('CreateItem', object({
   barcode: optional(nullable(text({ max: 64 }))),
 }));
 export type CreateItem = Infer<typeof CreateItem>;
+
+/** Rows one batch may carry. */
+export const MAX_BATCH_ITEMS = 1000;
+
+export const ItemBatchRow = named('ItemBatchRow', object({
+  sku: text({ min: 1, max: 100, description: 'The item\'s sku: an item of your account with it is updated, else one is created.' }),
+  name: optional(text({ min: 1, max: 255, description: 'Required for a new sku.' })),
+  description: optional(nullable(text({ max: 5000 }))),
+  unit: optional(text({ min: 1, max: 32, description: 'A new item without one is in `pcs`.' })),
+  price: optional(nullable(decimal({ sign: 'nonNegative', example: 12.5 }))),
+  cost: optional(nullable(decimal({ sign: 'nonNegative', example: 7.25 }))),
+  barcode: optional(nullable(text({ max: 64 }))),
+}));
+export type ItemBatchRow = Infer<typeof ItemBatchRow>;
+
+export const UpsertItems = named('UpsertItems', object({
+  items: list(ItemBatchRow, { min: 1, max: MAX_BATCH_ITEMS, description: `1 to ${MAX_BATCH_ITEMS} items, each sku once.` }),
+}));
+export type UpsertItems = Infer<typeof UpsertItems>;
+
+export const ItemBatchResult = named('ItemBatchResult', object({
+  data: describe(array(Item), { description: 'Every item of the batch as it now stands, in the order sent.' }),
+  created: integer({ minimum: 0, description: 'New skus.' }),
+  updated: integer({ minimum: 0, description: 'Existing items a field of which changed.' }),
+  unchanged: integer({ minimum: 0, description: 'Existing items sent as they already were: no event.' }),
+}));
 
 export const UpdateItem = named('UpdateItem', patchOf(CreateItem, {
   archived: optional(describe(boolean(), { type: 'boolean', description: '`false` restores an archived item.' })),

@@ -101,13 +101,28 @@ export function listStockMovements(db: Knex, accountId: string, filters: StockMo
   });
 }
 
-export async function insertAdjustment(
+/** Adjustments, each with the level it left, in one statement whatever their number. */
+export async function insertAdjustments(
   db: Knex,
   accountId: string,
-  values: Omit<Written<AdjustmentRow>, 'level_after' | 'reserved_after' | 'incoming_after'>,
-  level: LevelSnapshot,
-): Promise<AdjustmentRow> {
-  return (await insertOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, { ...values, quantity: String(values.quantity), ...snapshotColumns(level) }))!;
+  adjustments: Array<{ values: Omit<Written<AdjustmentRow>, 'level_after' | 'reserved_after' | 'incoming_after'>; level: LevelSnapshot }>,
+): Promise<AdjustmentRow[]> {
+  const column = <T>(value: (entry: (typeof adjustments)[number]) => T) => adjustments.map(value);
+  const { rows } = await db.raw<{ rows: AdjustmentRow[] }>(
+    `insert into stock_adjustments (account_id, id, item_id, location_id, quantity, reason, created_by, level_after, reserved_after, incoming_after)
+     select ?::uuid, a.id, a.item_id, a.location_id, a.quantity, a.reason, a.created_by, a.level_after, a.reserved_after, a.incoming_after
+     from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::numeric[], ?::text[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[]) with ordinality
+       as a(id, item_id, location_id, quantity, reason, created_by, level_after, reserved_after, incoming_after, n)
+     order by a.n
+     returning *`,
+    [
+      accountId, column((entry) => entry.values.id), column((entry) => entry.values.item_id), column((entry) => entry.values.location_id),
+      column((entry) => String(entry.values.quantity)), column((entry) => entry.values.reason), column((entry) => entry.values.created_by),
+      column((entry) => String(entry.level.quantity)), column((entry) => String(entry.level.reserved)), column((entry) => String(entry.level.incoming)),
+    ] as Knex.Value[],
+  );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return adjustments.map((entry) => byId.get(entry.values.id)!);
 }
 
 export const findAdjustment = (db: Knex, accountId: string, id: string) => findOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, id);

@@ -1,19 +1,52 @@
 import { randomUUID } from 'node:crypto';
-import { checkReferences } from '../../framework/references.ts';
+import type { Knex } from 'knex';
+import type { ApiKeyIdentity } from '../../../db/accounts.ts';
+import { fromMicros, toMicros } from '../../../shared/decimal.ts';
+import type { LevelSnapshot } from '../../../shared/stock.ts';
+import { checkReferences, resolveItemRows, type ItemRef } from '../../framework/references.ts';
 import { listRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute } from '../../framework/route.ts';
-import { moveStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT, toMovement } from '../../../db/stock.ts';
+import { moveStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT, snapshot, toMovement } from '../../../db/stock.ts';
 import {
-  findAdjustment, findTransfer, insertAdjustment, insertTransfer, listAdjustments, listStockLevels, listStockMovements,
-  listTransfers, toAdjustment, toStockLevel, toTransfer,
+  findAdjustment, findTransfer, insertAdjustments, insertTransfer, listAdjustments, listStockLevels, listStockMovements,
+  listTransfers, toAdjustment, toStockLevel, toTransfer, type AdjustmentRow,
 } from './queries.ts';
 import {
-  CreateStockAdjustment, CreateStockTransfer, StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery,
+  CreateStockAdjustment, CreateStockAdjustmentBatch, CreateStockTransfer, MAX_BATCH_ROWS, StockAdjustmentBatch, StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery,
   StockMovement, StockMovementListQuery, StockTransfer, StockTransferListQuery,
 } from './schema.ts';
 
 const tag = 'Stock';
 const insufficient = `${SHORTAGE_CONFLICT} ${OVERFLOW_CONFLICT}`;
+const checkBatchLocations = checkReferences([{ table: 'locations', field: 'adjustments[].locationId' }]);
+
+/**
+ * Adjustments in order, as one move (one movement each, a physical change: it may take reserved stock) and their
+ * records, each with the level it left: the level after the whole move, less what later rows of that level added.
+ */
+async function adjust(trx: Knex.Transaction, auth: ApiKeyIdentity, rows: CreateStockAdjustment[]): Promise<AdjustmentRow[]> {
+  const ids = rows.map(() => randomUUID());
+  const applied = await moveStock(trx, {
+    accountId: auth.accountId, userId: auth.userId, type: 'adjustment', reason: null, source: { type: 'stock_adjustment', id: ids[0]! },
+    changes: rows.map((row, index) => ({
+      itemId: row.itemId, locationId: row.locationId, quantity: row.quantity, physical: true, reason: row.reason,
+      source: { type: 'stock_adjustment' as const, id: ids[index]! },
+    })),
+  });
+  const later = new Map<string, bigint>();
+  const levels: LevelSnapshot[] = new Array(rows.length);
+  for (let index = rows.length - 1; index >= 0; index -= 1) {
+    const { level } = applied[index]!;
+    const key = `${rows[index]!.itemId}/${rows[index]!.locationId}`;
+    const after = later.get(key) ?? 0n;
+    levels[index] = snapshot({ quantity: fromMicros(toMicros(level.quantity) - after), reserved: level.reserved, incoming: level.incoming });
+    later.set(key, after + toMicros(rows[index]!.quantity));
+  }
+  return insertAdjustments(trx, auth.accountId, rows.map((row, index) => ({
+    values: { id: ids[index]!, item_id: row.itemId, location_id: row.locationId, quantity: row.quantity, reason: row.reason, created_by: auth.userId },
+    level: levels[index]!,
+  })));
+}
 
 const adjustments = readRoutes({
   path: '/stock-adjustments', tag, noun: 'stock adjustment', record: StockAdjustment, query: StockAdjustmentListQuery,
@@ -47,18 +80,28 @@ export const stockRoutes = [
     resolve: checkReferences([{ table: 'items', field: 'itemId' }, { table: 'locations', field: 'locationId' }]),
     success: { status: 201, description: 'The adjustment, with the level it left', schema: StockAdjustment },
     errors: { 409: insufficient },
-    handler: async ({ db, auth, body }) => created(toAdjustment(await db.transaction(async (trx) => {
-      const id = randomUUID();
-      const [applied] = await moveStock(trx, {
-        accountId: auth.accountId, userId: auth.userId, type: 'adjustment', reason: body.reason,
-        source: { type: 'stock_adjustment', id },
-        // A count or a loss: what is physically there, reserved or not.
-        changes: [{ itemId: body.itemId, locationId: body.locationId, quantity: body.quantity, physical: true }],
-      });
-      return insertAdjustment(trx, auth.accountId, {
-        id, item_id: body.itemId, location_id: body.locationId, quantity: body.quantity, reason: body.reason, created_by: auth.userId,
-      }, applied!.level);
-    }))),
+    handler: async ({ db, auth, body }) => created(toAdjustment((await db.transaction((trx) => adjust(trx, auth, [body])))[0]!)),
+  }),
+  defineRoute<Record<string, never>, CreateStockAdjustmentBatch, Array<ItemRef | undefined>>({
+    method: 'post', path: '/stock-adjustments/batch', operationId: 'createStockAdjustmentBatch', tag,
+    summary: 'Adjust stock in bulk',
+    description: `1 to ${MAX_BATCH_ROWS} adjustments (items by \`itemId\` or \`sku\`) in one transaction: all or none. They apply in order, `
+      + 'so several may change one level (each answers the level it left after the rows before it), and no step may take a level '
+      + 'below zero: a shortfall anywhere is one 409 naming every short level. One movement and one `stock.adjusted` event per row. '
+      + 'Set-based: the statements do not grow with the rows. Counts as one request against the rate limit.',
+    body: CreateStockAdjustmentBatch,
+    resolve: async ({ db, auth, body }) => {
+      const [locations, { problems, items }] = await Promise.all([
+        checkBatchLocations({ db, auth, body }), resolveItemRows(db, auth.accountId, body, 'adjustments'),
+      ]);
+      return { problems: [...locations.problems, ...problems], resolved: items };
+    },
+    success: { status: 201, description: 'The adjustments, in the order sent', schema: StockAdjustmentBatch },
+    errors: { 409: insufficient },
+    handler: async ({ db, auth, body, resolved }) => created({
+      data: (await db.transaction((trx) => adjust(trx, auth, body.adjustments.map((row, index) => ({ ...row, itemId: resolved[index]!.id })))))
+        .map(toAdjustment),
+    }),
   }),
   adjustments.list,
   adjustments.get,

@@ -3,7 +3,7 @@ import { MAX_DECIMAL } from '../../../shared/decimal.ts';
 import { MOVEMENT_TYPES, SOURCE_TYPES } from '../../../shared/stock.ts';
 import { listQuery } from '../../framework/pagination.ts';
 import {
-  boolean, decimal, describe, enums, id, named, nullable, object, optional, queryBoolean, text, timestamp, type Infer,
+  array, boolean, decimal, describe, enums, id, list, named, nullable, object, optional, queryBoolean, text, timestamp, type Infer,
 } from '../../framework/schema.ts';
 
 const quantity = (description: string) => decimal({ description });
@@ -67,8 +67,7 @@ export const StockAdjustment = named('StockAdjustment', object({
 }));
 export type StockAdjustment = Infer<typeof StockAdjustment>;
 
-export const CreateStockAdjustment = named('CreateStockAdjustment', object({
-  itemId: id('An item of your account.'),
+const adjustmentFields = {
   locationId: id('A location of your account.'),
   quantity: decimal({
     sign: 'nonZero', example: -3,
@@ -76,8 +75,32 @@ export const CreateStockAdjustment = named('CreateStockAdjustment', object({
       + '(the level is then oversold: `available` below zero); one that would take the level below zero is a 409.',
   }),
   reason: text({ min: 1, max: 1000, description: 'Free text: damage, cycle count, receiving fix...' }),
+};
+
+export const CreateStockAdjustment = named('CreateStockAdjustment', object({
+  itemId: id('An item of your account.'),
+  ...adjustmentFields,
 }));
 export type CreateStockAdjustment = Infer<typeof CreateStockAdjustment>;
+
+/** Rows one batch may carry. */
+export const MAX_BATCH_ROWS = 1000;
+
+export const CreateStockAdjustmentBatch = named('CreateStockAdjustmentBatch', object({
+  adjustments: list(named('StockAdjustmentBatchRow', object({
+    itemId: optional(id('The item, by id; or send `sku`.')),
+    sku: optional(text({ min: 1, max: 100, description: 'The item, by sku; or send `itemId`.' })),
+    ...adjustmentFields,
+  })), {
+    min: 1, max: MAX_BATCH_ROWS,
+    description: `1 to ${MAX_BATCH_ROWS} adjustments, applied in order: several may change one level, and no step may take it below zero.`,
+  }),
+}));
+export type CreateStockAdjustmentBatch = Infer<typeof CreateStockAdjustmentBatch>;
+
+export const StockAdjustmentBatch = named('StockAdjustmentBatch', object({
+  data: describe(array(StockAdjustment), { description: 'In the order sent, each with the level it left (after the rows before it).' }),
+}));
 
 export const StockTransfer = named('StockTransfer', object({
   id: id(),
