@@ -1,5 +1,6 @@
 import test from 'ava';
 import { createDb } from '../db/knex.ts';
+import { claimSize } from '../server/middleware/rate-limit.ts';
 import { useHarness } from './helpers/harness.ts';
 
 // The defaults, counted exactly: each test starts its own app, so each has fresh counters.
@@ -138,6 +139,17 @@ test('a key\'s limit holds across web processes: two apps on one database, alter
   t.deepEqual(statuses, [...Array(10).fill(200), ...Array(6).fill(429)]);
   const memory = await h.startApp({ ...DEFAULTS, rateLimitPerKey: 10, rateLimitStore: 'memory' });
   t.is((await memory.api(account.key).get('/locations')).status, 200, 'RATE_LIMIT_STORE=memory counts in the process');
+});
+
+test('large limits are claimed a few requests at a time: never more than the limit, at most a claim less per process', async (t) => {
+  t.deepEqual([100, 199, 1000, 5000, 1_000_000_000].map(claimSize), [1, 1, 10, 50, 50]);
+  const apps = await Promise.all([h.startApp({ ...DEFAULTS, rateLimitPerKey: 1000 }), h.startApp({ ...DEFAULTS, rateLimitPerKey: 1000 })]);
+  const account = await h.newAccount();
+  let allowed = 0;
+  for (let i = 0; i < 1040; i += 1) if ((await apps[i % 2]!.api(account.key).get('/locations')).status !== 429) allowed += 1;
+  t.true(allowed <= 1000 && allowed >= 1000 - 2 * (claimSize(1000) - 1), `allowed ${allowed}`);
+  const row = await h.db('rate_limits').where({ key: `key:${(await h.db('api_keys').where({ account_id: account.accountId }).first('id')).id}` }).first('points');
+  t.true(row.points >= 1000, 'the shared count reached the limit');
 });
 
 test.serial('while the counter store fails, keys are counted in memory, logged once; once it is back, shared again, logged once', async (t) => {

@@ -4,6 +4,7 @@
 // million addresses would be a million rows written.
 import type { Knex } from 'knex';
 import type { Next } from 'koa';
+import { LRUCache } from 'lru-cache';
 import ratelimit from 'koa-ratelimit';
 import type { Logger } from '../../shared/logger.ts';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
@@ -92,9 +93,26 @@ async function consume(limiter: RateLimiterMemory | RateLimiterPostgres, key: st
 const STORE_TIMEOUT_MS = 1000;
 
 /**
- * Keys' counters: one upsert per request on the UNLOGGED `rate_limits` table (rate-limiter-flexible), a key past its
- * limit answered from this process's memory until its window ends (no statement). A failing or slow store makes
- * the process count in memory, logged once, until a request is counted in PostgreSQL again, logged once too.
+ * How many of a key's requests one statement claims: 1 (every request counted in PostgreSQL, exactly) for limits
+ * under 200 a window, up to 50 for large ones. A process serves a claim's requests from memory; at the end of a
+ * window each process may leave up to a claim unused, so a key gets at most its limit, and at least its limit less
+ * (claim - 1) per process: under 1% of it.
+ */
+export const claimSize = (perKey: number): number => Math.max(1, Math.min(50, Math.floor(perKey / 100)));
+
+interface Claim {
+  /** Requests this process may still serve from the claim. */
+  left: number;
+  /** What the key had left in PostgreSQL after the claim. */
+  remaining: number;
+  windowEnds: number;
+}
+
+/**
+ * Keys' counters: upserts on the UNLOGGED `rate_limits` table (rate-limiter-flexible), a claim of claimSize requests
+ * at a time; a key past its limit is refused from this process's memory until its window ends (no statement). A
+ * failing or slow store makes the process count in memory, logged once, until a claim is counted in PostgreSQL
+ * again, logged once too.
  */
 export function keyCounter(options: Pick<RateLimitOptions, 'perKey' | 'windowMs' | 'keyStore' | 'db' | 'logger'>) {
   const duration = options.windowMs / 1000;
@@ -104,14 +122,40 @@ export function keyCounter(options: Pick<RateLimitOptions, 'perKey' | 'windowMs'
     storeClient: options.db, storeType: 'knex', tableName: 'rate_limits', tableCreated: true, keyPrefix: 'key',
     points: options.perKey, duration, inMemoryBlockOnConsumed: options.perKey,
   });
+  const size = claimSize(options.perKey);
+  const claims = new LRUCache<string, Claim>({ max: 10_000 });
   let inMemory = false;
+
+  /** Claims `size` requests of the key; past the limit, what was left of it (a claim that crossed it), or none. */
+  async function claim(key: string): Promise<Verdict> {
+    let res: RateLimiterRes;
+    try {
+      res = await shared.consume(key, size);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      res = rejection;
+    }
+    // A key refused from memory (it reached its limit in this process) comes back with nothing consumed.
+    const granted = res.consumedPoints === 0 ? 0 : Math.min(size, options.perKey - (res.consumedPoints - size));
+    if (granted <= 0) return { allowed: false, remaining: 0, msBeforeNext: res.msBeforeNext };
+    const remaining = Math.max(0, res.remainingPoints);
+    claims.set(key, { left: granted - 1, remaining, windowEnds: Date.now() + res.msBeforeNext });
+    return { allowed: true, remaining: remaining + granted - 1, msBeforeNext: res.msBeforeNext };
+  }
+
   return async (key: string): Promise<Verdict> => {
+    const held = claims.get(key);
+    const now = Date.now();
+    if (held && held.left > 0 && held.windowEnds > now) {
+      held.left -= 1;
+      return { allowed: true, remaining: held.remaining + held.left, msBeforeNext: held.windowEnds - now };
+    }
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`the rate limit store took over ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
       });
-      const counted = await Promise.race([consume(shared, key), timeout]);
+      const counted = await Promise.race([claim(key), timeout]);
       if (inMemory) {
         inMemory = false;
         options.logger.info('rate limits: counting in PostgreSQL again, shared by every web process');
