@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { createApiKey } from '../db/accounts.ts';
 import { createDb } from '../db/knex.ts';
 import { migrateLatest } from '../db/migrations/index.ts';
 import { API_PREFIX } from '../server/routes.ts';
@@ -34,6 +35,8 @@ interface Request {
   method: 'GET' | 'POST';
   path: string;
   body?: unknown;
+  /** Another key than the seeded one. */
+  apiKey?: string;
 }
 
 interface Measured {
@@ -59,8 +62,9 @@ async function load(target: Target, apiKey: string, next: () => Request, seconds
     headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
     requests: [{
       setupRequest: (request) => {
-        const { method, path, body } = next();
-        return { ...request, method, path: API_PREFIX + path, body: body === undefined ? undefined : JSON.stringify(body) };
+        const { method, path, body, apiKey: key } = next();
+        const headers = key ? { ...request.headers, 'x-api-key': key } : request.headers;
+        return { ...request, method, path: API_PREFIX + path, headers, body: body === undefined ? undefined : JSON.stringify(body) };
       },
     }],
   });
@@ -166,6 +170,34 @@ for (const scenario of scenarios) {
   });
 }
 
+// The same reads with each process counting keys in its own memory (RATE_LIMIT_STORE=memory), as before the limits
+// were shared: what counting in PostgreSQL costs.
+const memoryTarget = await startTarget('stockroom-memory-limits', await procfileWebArgs(), {
+  DATABASE_URL: url, ENCRYPTION_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true', RATE_LIMIT_STORE: 'memory',
+  LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
+}, '/health');
+// One key counted on every request is the worst case (every request updates the one row of that key, under its
+// lock); many keys are what a deployment sees. Both, each measured in turn.
+const keys = await Promise.all(Array.from({ length: 50 }, async (_, i) =>
+  (await createApiKey(db, { accountId: seeded.accountId, email: 'bench@example.com', label: `bench ${i}` })).key));
+let nextKey = 0;
+const limitComparison: Array<{ scenario: string; keys: number; shared: number; memory: number }> = [];
+await stopTarget(raw);
+for (const name of ['GET /items?limit=100', 'GET /items/{id}']) {
+  const scenario = scenarios.find((entry) => entry.name === name)!;
+  for (const keyCount of [1, keys.length]) {
+    const request = keyCount === 1 ? scenario.request : () => ({ ...scenario.request(), apiKey: keys[nextKey++ % keys.length] });
+    log(`${name}, ${keyCount} key(s): counted in memory and in PostgreSQL, in turn (ABBA)...`);
+    for (const target of [memoryTarget, ours]) await load(target, seeded.apiKey, request, 2);
+    const rates = { memory: 0, shared: 0 };
+    for (const [side, target] of [['memory', memoryTarget], ['shared', ours], ['shared', ours], ['memory', memoryTarget]] as const) {
+      rates[side] += (await load(target, seeded.apiKey, request, DURATION)).requestsPerSecond / 2;
+    }
+    limitComparison.push({ scenario: name, keys: keyCount, shared: Math.round(rates.shared), memory: Math.round(rates.memory) });
+  }
+}
+await stopTarget(memoryTarget);
+
 log('Bulk writes (items upserted 1,000 at a time, adjustments of 1,000 rows, counts of 1,000 lines)...');
 const batches = await runBatchBench(ours.base, seeded.apiKey, { items: 100_000, itemIds: adjustable, locationIds: seeded.locationIds });
 
@@ -176,7 +208,6 @@ const hotCheck = await db.raw(`select l.quantity as level, (select sum(quantity)
 const hotRow = hotCheck.rows[0] as { level: number; movements: number };
 const webPeakRssMb = await peakRssMb(ours.child.pid);
 await stopTarget(ours);
-await stopTarget(raw);
 await db.destroy();
 await dropDatabase(server.adminUrl, database);
 receiver.close();
@@ -203,6 +234,9 @@ const plainOrders = rows.find((row) => row.scenario === 'POST /sales-orders (5 l
 const reservingOrders = rows.find((row) => row.scenario === 'POST /sales-orders (5 lines, reserving)')!;
 const singleItems = rows.find((row) => row.scenario === 'POST /items (one row)')!;
 const notes = [
+  ...limitComparison.map(({ scenario, keys: keyCount, shared, memory }) =>
+    `${scenario}, ${keyCount === 1 ? 'one key' : `${keyCount} keys in turn`}, counted in PostgreSQL: ${shared} req/s, `
+      + `${(shared / memory).toFixed(2)}x the ${memory} req/s counted in memory (RATE_LIMIT_STORE=memory; each the mean of two runs, in turn)`),
   `bulk: items upserted in batches of 1,000 (100,000, one client): ${batches.itemInsertsPerSecond} rows/s as inserts, `
     + `${batches.itemUpdatesPerSecond} rows/s as updates (${(batches.itemInsertsPerSecond / singleItems.requestsPerSecond).toFixed(0)}x the single-row create); `
     + `adjustments ${batches.adjustmentRowsPerSecond} rows/s in batches of 1,000; a count of 1,000 lines ${batches.countMsP50} ms (p50, max ${batches.countMsMax}); `
@@ -223,7 +257,7 @@ log(`\n${machine}\n\n${markdown}\n\n${notes.map((note) => `- ${note}`).join('\n'
 await mkdir(new URL('./results/', import.meta.url), { recursive: true });
 await writeFile(new URL('./results/latest.json', import.meta.url), `${JSON.stringify({
   date: new Date().toISOString(), machine, connections: CONNECTIONS, durationSeconds: DURATION, seed: SEED_SIZES,
-  scenarios: rows, hotRow, webPeakRssMb, batches, webhooks, markdown, notes,
+  scenarios: rows, hotRow, webPeakRssMb, limitComparison, batches, webhooks, markdown, notes,
 }, null, 2)}\n`);
 log(`\nWritten to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
 process.exit(0);

@@ -53,7 +53,7 @@ try {
     say('');
   }
 
-  const web = await startWebServer(config, db, logger);
+  const web = await startWebServer(config, db, logger, database.url);
   const worker = await startWorker(config, database.url, logger);
   const base = `http://localhost:${web.port}`;
   onShutdown(logger, config.shutdownTimeoutMs, web.close, worker.stop, () => db.destroy(), stopDatabase);

@@ -81,14 +81,20 @@ export async function createApiKey(
   });
 }
 
+/** Where revocations are announced: every web process listening forgets the key at once (db/revocations.ts). */
+export const REVOKED_CHANNEL = 'api_key_revoked';
+
 export async function revokeApiKey(db: Knex, keyId: string): Promise<{ id: string; revokedAt: string }> {
-  const found = isUuid(keyId) && (await db('api_keys').where({ id: keyId }).first('id', 'revoked_at'));
-  if (!found) throw new AccountError(`No API key with id "${keyId}"`);
-  // Revoking twice keeps the first revocation time.
-  const [row] = await db('api_keys')
-    .where({ id: keyId })
-    .update({ revoked_at: db.raw('coalesce(revoked_at, now())'), updated_at: db.fn.now() })
-    .returning(['id', 'revoked_at']);
+  if (!isUuid(keyId)) throw new AccountError(`No API key with id "${keyId}"`);
+  // Revoking twice keeps the first revocation time. The notification is delivered when the statement commits.
+  const { rows: [row] } = await db.raw<{ rows: Array<{ id: string; revoked_at: string }> }>(
+    `with r as (
+       update api_keys set revoked_at = coalesce(revoked_at, now()), updated_at = now() where id = ? returning id, revoked_at
+     )
+     select r.id, r.revoked_at, pg_notify(?, r.id::text) from r`,
+    [keyId, REVOKED_CHANNEL],
+  );
+  if (!row) throw new AccountError(`No API key with id "${keyId}"`);
   forgetKey(row.id);
   return { id: row.id, revokedAt: row.revoked_at };
 }
@@ -116,8 +122,9 @@ export async function listApiKeys(db: Knex, accountId: string): Promise<ApiKeySu
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 // A key found in the last second is trusted without asking the database again: that saves a statement on nearly
-// every request. A revocation made by another process takes effect within KEY_CACHE_TTL_MS, one made by this
-// process at once (forgetKey).
+// every request. A revocation takes effect at once in the process that makes it (forgetKey), and in every web
+// process that listens for revocations (db/revocations.ts), which trusts the cache only while it listens; in a
+// process that does not listen (a test's app, the CLI), within KEY_CACHE_TTL_MS.
 const KEY_CACHE_TTL_MS = 1000;
 const keyCache = new LRUCache<string, ApiKeyIdentity>({ max: 10_000, ttl: KEY_CACHE_TTL_MS });
 
@@ -127,16 +134,24 @@ const keyCache = new LRUCache<string, ApiKeyIdentity>({ max: 10_000, ttl: KEY_CA
 const UNKNOWN_KEY_TTL_MS = 10_000;
 const unknownKeys = new LRUCache<string, true>({ max: 10_000, ttl: UNKNOWN_KEY_TTL_MS });
 
-function forgetKey(keyId: string): void {
+export function forgetKey(keyId: string): void {
   for (const [hash, identity] of keyCache.entries()) {
     if (identity.keyId === keyId) keyCache.delete(hash);
   }
 }
 
+let cacheTrusted = true;
+
+/** Whether cached keys may be used: not while a listening process cannot hear revocations. Either way it starts empty. */
+export function trustKeyCache(trusted: boolean): void {
+  cacheTrusted = trusted;
+  keyCache.clear();
+}
+
 /** The identity behind a key, or null when the key is unknown or revoked. */
 export async function findApiKey(db: Knex, key: string): Promise<ApiKeyIdentity | null> {
   const hash = hashKey(key);
-  const cached = keyCache.get(hash);
+  const cached = cacheTrusted ? keyCache.get(hash) : undefined;
   if (cached) return cached;
   if (unknownKeys.has(hash)) return null;
   const row = await db('api_keys')

@@ -48,7 +48,9 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
     refuseOversizedBody(config.bodyLimitBytes),
     ...(config.requireHttps ? [requireHttps] : []),
     identify(db),
-    rateLimit({ perKey: config.rateLimitPerKey, perIp: config.rateLimitPerIp, windowMs: config.rateLimitWindowMs }),
+    rateLimit({
+      perKey: config.rateLimitPerKey, perIp: config.rateLimitPerIp, windowMs: config.rateLimitWindowMs, keyStore: config.rateLimitStore, db, logger,
+    }),
     requireApiKey,
     jsonBody(config.bodyLimitBytes),
     idempotency(db, config.encryptionKey),

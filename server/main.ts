@@ -8,7 +8,7 @@ import { startWebServer } from './web.ts';
 const config = requireDeploymentSettings(loadConfigOrExit(), 'npm run web');
 const logger = createLogger(config.logLevel, 'web');
 const db = createDb(config.databaseUrl, config.dbPoolMax, logger);
-const web = await startWebServer(config, db, logger);
+const web = await startWebServer(config, db, logger, config.databaseUrl);
 // Before saying it listens: whoever waits for that line may send SIGTERM at once, which must find the handler.
 onShutdown(logger, config.shutdownTimeoutMs, web.close, () => db.destroy());
 logger.info({ port: web.port }, 'web listening');

@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config.ts';
+import { listenForRevocations } from '../db/revocations.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { AppState } from './framework/context.ts';
 import { createApp } from './app.ts';
@@ -48,7 +49,9 @@ export function createHttpServer(app: Koa<AppState>, config: Pick<Config, 'reque
   return server;
 }
 
-export async function startWebServer(config: Config, db: Knex, logger: Logger): Promise<WebServer> {
+/** The API on `config.port`, listening for key revocations on `connectionString` (the database of `db`). */
+export async function startWebServer(config: Config, db: Knex, logger: Logger, connectionString: string): Promise<WebServer> {
+  const revocations = listenForRevocations(connectionString, logger);
   const server = createHttpServer(createApp({ db, config, logger }), config).listen(config.port, config.host);
   await once(server, 'listening');
   let closing = false;
@@ -68,6 +71,7 @@ export async function startWebServer(config: Config, db: Knex, logger: Logger): 
         await closed;
       } finally {
         clearInterval(sweep);
+        await revocations.close();
       }
     },
   };

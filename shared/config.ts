@@ -9,6 +9,8 @@ export interface Config {
   rateLimitPerKey: number;
   rateLimitPerIp: number;
   rateLimitWindowMs: number;
+  /** Where keys' requests are counted: `postgres`, shared by every web process, or `memory`, each process its own. */
+  rateLimitStore: 'postgres' | 'memory';
   trustProxy: boolean;
   /**
    * How many proxies in front of the app append to X-Forwarded-For (1 on Heroku): the client is the entry that
@@ -65,6 +67,13 @@ function readBool(env: Env, name: string, fallback: boolean): boolean {
   if (['true', '1', 'yes'].includes(raw.toLowerCase())) return true;
   if (['false', '0', 'no'].includes(raw.toLowerCase())) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function readChoice<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(choices as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function readString(env: Env, name: string): string | undefined {
@@ -132,6 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerKey: readInt(env, 'RATE_LIMIT_PER_KEY', 100),
     rateLimitPerIp: readInt(env, 'RATE_LIMIT_PER_IP', 20),
     rateLimitWindowMs: readInt(env, 'RATE_LIMIT_WINDOW_MS', 60_000),
+    rateLimitStore: readChoice(env, 'RATE_LIMIT_STORE', ['postgres', 'memory'], 'postgres'),
     rateLimitPublicPerIp: readInt(env, 'RATE_LIMIT_PUBLIC_PER_IP', 300),
     trustProxy: readBool(env, 'TRUST_PROXY', false),
     trustProxyHops: readInt(env, 'TRUST_PROXY_HOPS', 1),

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { createDb } from '../db/knex.ts';
+import { claimSize } from '../server/middleware/rate-limit.ts';
 import { useHarness } from './helpers/harness.ts';
 
 // The defaults, counted exactly: each test starts its own app, so each has fresh counters.
@@ -127,4 +128,49 @@ test('the counter store stays bounded under a stream of distinct clients', async
   for (let i = 0; i < 10; i += 1) expired.set(`old:${i}`, { reset: 1 });
   expired.set('new', { reset: later });
   t.deepEqual([...expired.keys()], ['new'], 'expired windows go first');
+});
+
+test('a key\'s limit holds across web processes: two apps on one database, alternating, answer exactly the limit', async (t) => {
+  const apps = await Promise.all([h.startApp({ ...DEFAULTS, rateLimitPerKey: 10 }), h.startApp({ ...DEFAULTS, rateLimitPerKey: 10 })]);
+  const account = await h.newAccount();
+  const statuses: number[] = [];
+  for (let i = 0; i < 16; i += 1) statuses.push((await apps[i % 2]!.api(account.key).get('/locations')).status);
+
+  t.deepEqual(statuses, [...Array(10).fill(200), ...Array(6).fill(429)]);
+  const memory = await h.startApp({ ...DEFAULTS, rateLimitPerKey: 10, rateLimitStore: 'memory' });
+  t.is((await memory.api(account.key).get('/locations')).status, 200, 'RATE_LIMIT_STORE=memory counts in the process');
+});
+
+test('large limits are claimed a few requests at a time: never more than the limit, at most a claim less per process', async (t) => {
+  t.deepEqual([100, 199, 1000, 5000, 1_000_000_000].map(claimSize), [1, 1, 10, 50, 50]);
+  const apps = await Promise.all([h.startApp({ ...DEFAULTS, rateLimitPerKey: 1000 }), h.startApp({ ...DEFAULTS, rateLimitPerKey: 1000 })]);
+  const account = await h.newAccount();
+  let allowed = 0;
+  for (let i = 0; i < 1040; i += 1) if ((await apps[i % 2]!.api(account.key).get('/locations')).status !== 429) allowed += 1;
+  t.true(allowed <= 1000 && allowed >= 1000 - 2 * (claimSize(1000) - 1), `allowed ${allowed}`);
+  const row = await h.db('rate_limits').where({ key: `key:${(await h.db('api_keys').where({ account_id: account.accountId }).first('id')).id}` }).first('points');
+  t.true(row.points >= 1000, 'the shared count reached the limit');
+});
+
+test.serial('while the counter store fails, keys are counted in memory, logged once; once it is back, shared again, logged once', async (t) => {
+  const app = await h.startApp({ ...DEFAULTS, rateLimitPerKey: 5 });
+  const account = await h.newAccount();
+  const api = app.api(account.key);
+  t.is((await api.get('/locations')).status, 200);
+
+  await h.db.raw('alter table rate_limits rename to rate_limits_away');
+  const away = [];
+  try {
+    for (let i = 0; i < 6; i += 1) away.push((await api.get('/locations')).status);
+  } finally {
+    await h.db.raw('alter table rate_limits_away rename to rate_limits');
+  }
+  const back = [];
+  for (let i = 0; i < 5; i += 1) back.push((await api.get('/locations')).status);
+
+  t.deepEqual(away, [200, 200, 200, 200, 200, 429], 'a fresh count in memory: 5 allowed, never a 500');
+  t.deepEqual(back, [200, 200, 200, 200, 429], 'the shared count again: 1 before the failure, 4 more');
+  const said = (text: string) => app.logs.filter((line) => line.includes(text)).length;
+  t.is(said('the counter store failed'), 1);
+  t.is(said('counting in PostgreSQL again'), 1);
 });

@@ -16,6 +16,7 @@ import * as levelMaximum from './010_level_maximum.ts';
 import * as reservations from './011_reservations.ts';
 import * as partialFlows from './012_partial_flows.ts';
 import * as stockCounts from './013_stock_counts.ts';
+import * as rateLimits from './014_rate_limits.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '011_reservations': reservations,
   '012_partial_flows': partialFlows,
   '013_stock_counts': stockCounts,
+  '014_rate_limits': rateLimits,
 };
 
 const source: Knex.MigrationSource<string> = {
