@@ -5,7 +5,10 @@
 // - Reservations: every level's `reserved` equals the sum of its open reservations; no open reservation is more than
 //   a minute past its expiry without the job that releases it, or held for an order that is no longer open; no
 //   order line holds more than it still needs.
-// - Incoming: every level's `incoming` equals what the confirmed and on-hold purchase orders still bring there.
+// - Incoming: every level's `incoming` equals what the confirmed, partially received and on-hold purchase orders
+//   still bring there.
+// - Fulfilments and receipts: every order line's fulfilled (received) quantity is the sum of its fulfilments'
+//   (receipts') lines and, per order and item, of their movements; an order's status agrees with its lines.
 // - Fan-out: every event has a dispatch row for each enabled subscription that wanted its kind and was last
 //   created or changed before the event, unless its fan-out job is still pending. (A subscription changed after
 //   the event cannot tell what it wanted then; it is left out.)

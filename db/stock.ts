@@ -329,11 +329,7 @@ const deltaColumns = (deltas: LevelDelta[]) => [
   deltas.map((delta) => microsToText(delta.incoming)), deltas.map((delta) => delta.takesAvailable),
 ];
 
-/**
- * A few levels that must all exist already (nothing is added to them: removals, reservations and their release),
- * in one statement: each changes only if every check holds. A level missing from the answer was refused: the 409
- * says why, after reading them.
- */
+/** At most this many levels go through changeExisting's one statement; more take changeMany's two. */
 const EXISTING_AT_ONCE = 50;
 
 /**
@@ -356,6 +352,11 @@ const UPDATE_LOCKED = `update stock_levels s set quantity = s.quantity + d.dq, r
   where s.id = l.id and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
   returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`;
 
+/**
+ * A few levels that must all exist already (nothing is added to them: removals, reservations and their release),
+ * in one statement: each changes only if every check holds. A level missing from the answer was refused: the 409
+ * says why, after reading them.
+ */
 async function changeExisting(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<Map<string, LevelRow>> {
   const { rows } = await trx.raw<{ rows: LevelRow[] }>(`with ${LOCKED_DELTAS} ${UPDATE_LOCKED}`, [...deltaColumns(deltas), accountId] as Knex.Value[]);
   if (rows.length < deltas.length) throw await explainRefusals(trx, accountId, deltas);

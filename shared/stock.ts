@@ -29,7 +29,7 @@ export interface LevelSnapshot {
   reserved: number;
   /** quantity - reserved: what can still be promised; negative when oversold. */
   available: number;
-  /** Still to be received on confirmed or on-hold purchase orders. */
+  /** Still to be received on confirmed, partially received or on-hold purchase orders. */
   incoming: number;
   oversold: boolean;
 }

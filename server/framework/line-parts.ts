@@ -6,7 +6,8 @@ import type { Knex } from 'knex';
 import { fromMicros, toMicros } from '../../shared/decimal.ts';
 import { ConflictError, type Problem } from '../../shared/errors.ts';
 import { isRecord, isUuid } from '../../shared/guards.ts';
-import type { OwnedRow } from './crud.ts';
+import { withChildren, type OwnedRow } from './crud.ts';
+import { fetchPage, type PageRequest } from './pagination.ts';
 
 export interface OrderLine {
   id: string;
@@ -125,10 +126,25 @@ export interface PartRecordRow extends OwnedRow {
 }
 
 /** The records with their lines as the API shows them: one query for any number. */
-export function partRecordsQuery(db: Knex, accountId: string, tables: PartRecordTables): Knex.QueryBuilder {
+function partRecordsQuery(db: Knex, accountId: string, tables: PartRecordTables): Knex.QueryBuilder {
   return db(`${tables.records} as r`).where('r.account_id', accountId)
     .select('r.*', db.raw(`(select json_agg(json_build_object(?::text, rl.??, 'itemId', rl.item_id, 'quantity', rl.quantity) order by rl.position)
       from ?? rl where rl.?? = r.id) as lines`, [tables.field, tables.orderLineId, tables.lines, tables.recordId]));
+}
+
+/** The orders, each with its records under `key`, oldest first: one query whatever their number. */
+export function withPartRecords<Order extends { id: string }, Row extends PartRecordRow, Key extends string>(
+  db: Knex, accountId: string, orders: Order[], tables: PartRecordTables, key: Key,
+): Promise<Array<Order & Record<Key, Row[]>>> {
+  return withChildren(orders, key, (ids): Promise<Row[]> =>
+    partRecordsQuery(db, accountId, tables).whereIn(`r.${tables.orderId}`, ids)
+      .orderBy([{ column: `r.${tables.orderId}` }, { column: 'r.created_at' }, { column: 'r.id' }]),
+  (row) => (row as unknown as Record<string, string>)[tables.orderId]!);
+}
+
+/** A page of one order's records. */
+export function listPartRecords<Row extends PartRecordRow>(db: Knex, accountId: string, tables: PartRecordTables, orderId: string, page: PageRequest): Promise<Row[]> {
+  return fetchPage<Row>(partRecordsQuery(db, accountId, tables).where(`r.${tables.orderId}`, orderId), 'r', page);
 }
 
 export interface NewPartRecord<Line extends OrderLine> {

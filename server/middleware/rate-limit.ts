@@ -54,14 +54,14 @@ export interface RateLimitOptions {
   logger: Logger;
 }
 
-/** A koa-ratelimit counter in `store`: `id` names what a request counts against, or false when it does not count. */
-function counter(store: BoundedLimitStore, windowMs: number, max: number, id: (ctx: AppContext) => string | false) {
+/** A koa-ratelimit counter in `store`: `id` names what a request counts against. */
+function counter(store: BoundedLimitStore, windowMs: number, max: number, id: (ctx: AppContext) => string) {
   const options = {
     driver: 'memory' as const,
     db: store,
     duration: windowMs,
     max,
-    id: (ctx: AppContext) => id(ctx),
+    id,
     throw: false,
     // koa-ratelimit calls it (its types leave it out): the 429's body as JSON rather than its text.
     onLimited: (ctx: AppContext) => {

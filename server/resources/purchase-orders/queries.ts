@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
-import { partRecordsQuery, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
-import { fetchPage, type PageRequest } from '../../framework/pagination.ts';
+import { listPartRecords, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import type { PageRequest } from '../../framework/pagination.ts';
 import type { PurchaseOrderStatus } from './lifecycle.ts';
 import { orderTotal } from '../../../shared/decimal.ts';
 import { pricedLines, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery, type PurchaseReceipt } from './schema.ts';
@@ -71,16 +71,13 @@ export async function withLines(db: Knex, accountId: string, orders: PurchaseOrd
   const withOrderLines = await withChildren(orders, 'lines', (ids): Promise<PurchaseOrderLineRow[]> =>
     db('purchase_order_lines').where({ account_id: accountId }).whereIn('purchase_order_id', ids).orderBy(['purchase_order_id', 'position']),
   (line) => line.purchase_order_id);
-  return withChildren(withOrderLines, 'receipts', (ids): Promise<ReceiptRow[]> =>
-    partRecordsQuery(db, accountId, RECEIPT_TABLES).whereIn('r.purchase_order_id', ids)
-      .orderBy([{ column: 'r.purchase_order_id' }, { column: 'r.created_at' }, { column: 'r.id' }]),
-  (receipt) => receipt.purchase_order_id);
+  return withPartRecords<PurchaseOrderRow & { lines: PurchaseOrderLineRow[] }, ReceiptRow, 'receipts'>(
+    db, accountId, withOrderLines, RECEIPT_TABLES, 'receipts');
 }
 
 /** A page of one order's receipts. */
-export function listReceipts(db: Knex, accountId: string, orderId: string, page: PageRequest): Promise<ReceiptRow[]> {
-  return fetchPage<ReceiptRow>(partRecordsQuery(db, accountId, RECEIPT_TABLES).where('r.purchase_order_id', orderId), 'r', page);
-}
+export const listReceipts = (db: Knex, accountId: string, orderId: string, page: PageRequest) =>
+  listPartRecords<ReceiptRow>(db, accountId, RECEIPT_TABLES, orderId, page);
 
 export async function insertPurchaseOrder(trx: Knex.Transaction, accountId: string, userId: string, input: CreatePurchaseOrder): Promise<PurchaseOrderWithLines> {
   const [order]: PurchaseOrderRow[] = await trx('purchase_orders').insert({

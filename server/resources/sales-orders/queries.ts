@@ -4,8 +4,8 @@ import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { ConflictError } from '../../../shared/errors.ts';
 import type { JobSpec, NewEvent } from '../../../shared/events.ts';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
-import { partRecordsQuery, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
-import { fetchPage, type PageRequest } from '../../framework/pagination.ts';
+import { listPartRecords, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
 import type { SalesOrderStatus } from './lifecycle.ts';
 import type { SalesFulfillment, SalesOrder, SalesOrderLine, SalesOrderListQuery } from './schema.ts';
@@ -89,16 +89,13 @@ export async function withLines(db: Knex, accountId: string, orders: SalesOrderR
       .select('l.*', db.raw(`coalesce((select sum(r.quantity) from reservations r
         where r.sales_order_line_id = l.id and r.status = 'open'), 0) as quantity_reserved`)),
   (line) => line.sales_order_id);
-  return withChildren(withOrderLines, 'fulfillments', (ids): Promise<FulfillmentRow[]> =>
-    partRecordsQuery(db, accountId, FULFILLMENT_TABLES).whereIn('r.sales_order_id', ids)
-      .orderBy([{ column: 'r.sales_order_id' }, { column: 'r.created_at' }, { column: 'r.id' }]),
-  (fulfillment) => fulfillment.sales_order_id);
+  return withPartRecords<SalesOrderRow & { lines: SalesOrderLineRow[] }, FulfillmentRow, 'fulfillments'>(
+    db, accountId, withOrderLines, FULFILLMENT_TABLES, 'fulfillments');
 }
 
 /** A page of one order's fulfilments. */
-export function listFulfillments(db: Knex, accountId: string, orderId: string, page: PageRequest): Promise<FulfillmentRow[]> {
-  return fetchPage<FulfillmentRow>(partRecordsQuery(db, accountId, FULFILLMENT_TABLES).where('r.sales_order_id', orderId), 'r', page);
-}
+export const listFulfillments = (db: Knex, accountId: string, orderId: string, page: PageRequest) =>
+  listPartRecords<FulfillmentRow>(db, accountId, FULFILLMENT_TABLES, orderId, page);
 
 export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<SalesOrderWithLines | undefined> {
   const row = await findOwned<SalesOrderRow>(db, 'sales_orders', accountId, id);

@@ -13,7 +13,7 @@ const levelNumbers = {
   quantity: decimal({ sign: 'nonNegative', description: `On hand: always the sum of the movements of this item at this location, from 0 to ${MAX_DECIMAL} (a change past either end is a 409).` }),
   reserved: decimal({ sign: 'nonNegative', description: 'Promised: the sum of the open reservations here (sales orders and manual holds).' }),
   available: decimal({ description: '`quantity - reserved`: what can still be sold or promised. Negative only when a count or an adjustment recorded the loss of stock already promised (the level is oversold).' }),
-  incoming: decimal({ sign: 'nonNegative', description: 'Still to be received here on confirmed or on-hold purchase orders.' }),
+  incoming: decimal({ sign: 'nonNegative', description: 'Still to be received here: what confirmed, partially received and on-hold purchase orders have outstanding.' }),
   oversold: describe(boolean(), { type: 'boolean', description: '`available` is below zero: more is promised than is on hand.' }),
 };
 
