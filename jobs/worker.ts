@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { run, type Runner, type WorkerEvents } from 'graphile-worker';
 import pg from 'pg';
+import { connectionSettings } from '../db/connection.ts';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
@@ -58,7 +59,7 @@ export async function startWorker(config: Config, connectionString: string, logg
   // until we close it. Its connections open as needed, graphile-worker's own few (listening for jobs, fetching,
   // completing and failing them in batches); the size matches the concurrency only because graphile-worker warns
   // about anything smaller.
-  const pgPool = new pg.Pool({ connectionString, max: config.workerConcurrency });
+  const pgPool = new pg.Pool({ ...await connectionSettings(connectionString), max: config.workerConcurrency });
   const connectionFailed = (error: Error) => logger.warn({ err: error }, 'a database connection of the worker failed');
   pgPool.on('error', connectionFailed);
   pgPool.on('connect', (client) => client.on('error', connectionFailed));
