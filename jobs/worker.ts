@@ -16,6 +16,7 @@ import { createPoster } from './http-post.ts';
 import { createOriginSlots } from './origin-slots.ts';
 import { makeDeliverWebhook } from './webhooks__deliver.ts';
 import { pruneDeliveryLog } from './delivery_log__prune.ts';
+import { pruneEvents } from './events__prune.ts';
 import { pruneIdempotencyKeys } from './idempotency_keys__prune.ts';
 import { makeExpireReservation } from './reservations__expire.ts';
 
@@ -49,7 +50,7 @@ export async function startWorker(config: Config, connectionString: string, logg
     allowedPorts: config.webhookAllowedPorts,
     retryDelaysMs: options.retryDelaysMs,
   });
-  const prunes = [pruneDeliveryLog(db), pruneIdempotencyKeys(db)];
+  const prunes = [pruneDeliveryLog(db), pruneIdempotencyKeys(db), pruneEvents(db, { days: config.eventRetentionDays })];
   const workerIds: string[] = [];
   const events: WorkerEvents = new EventEmitter();
   events.on('pool:create', ({ workerPool }) => workerIds.push(workerPool.id));

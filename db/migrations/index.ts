@@ -19,6 +19,7 @@ import * as reservations from './011_reservations.ts';
 import * as partialFlows from './012_partial_flows.ts';
 import * as stockCounts from './013_stock_counts.ts';
 import * as rateLimits from './014_rate_limits.ts';
+import * as eventRetention from './015_event_retention.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '012_partial_flows': partialFlows,
   '013_stock_counts': stockCounts,
   '014_rate_limits': rateLimits,
+  '015_event_retention': eventRetention,
 };
 
 /** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */
