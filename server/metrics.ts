@@ -3,10 +3,12 @@
 // often and by however many scrapers it is asked. Only when METRICS_TOKEN is set, and only to a request bearing it:
 // to anyone else the path does not exist.
 import { timingSafeEqual } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type * as PromClient from 'prom-client';
+import type { Gauge } from 'prom-client';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { AppContext, AppState } from './framework/context.ts';
@@ -93,6 +95,9 @@ export function routeTemplate(routers: Array<Router<AppState>>): RouteOf {
 
 export function createMetrics(options: { token: string; db: Knex; logger: Logger; routeOf: RouteOf }): Metrics {
   const { db, logger, routeOf } = options;
+  // Loaded here, not imported at the top: prom-client costs a process about 20 MB, which one without METRICS_TOKEN
+  // should not pay.
+  const { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } = createRequire(import.meta.url)('prom-client') as typeof PromClient;
   const register = new Registry();
   collectDefaultMetrics({ register });
 
