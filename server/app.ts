@@ -1,6 +1,6 @@
-// The middleware order is the architecture: count (with METRICS_TOKEN), tag and log the request, map errors; then
-// the public routes (/metrics among them) behind their own per-IP limit, or for the API: refuse oversized bodies unread, HTTPS, whose key, rate limit,
-// authenticate, parse the body, Idempotency-Key, route.
+// The middleware order is the architecture: count (with METRICS_TOKEN), tag and log the request, map errors;
+// then the public routes (/metrics among them) behind their own per-IP limit, or for the API: refuse oversized
+// bodies unread, HTTPS, whose key, rate limit, authenticate, parse the body, Idempotency-Key, route.
 import Router from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
