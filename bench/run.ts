@@ -1,8 +1,8 @@
 // `npm run bench`: the API under load against a raw Koa + pg baseline doing the same SQL, in the same run on the
 // same PostgreSQL (throw-away: embedded, or DATABASE_URL's server). Seeds realistic data, starts the real web
-// process, runs each scenario with autocannon, then the webhook delivery scenario with a real worker. Prints one
-// table and writes it to bench/results/latest.json. Figures, not assertions: the machine is shared and noisy,
-// so read the ratios. Options: --duration seconds per scenario (10), --connections (50), --events (10000).
+// process, runs each scenario with autocannon, then the webhook delivery scenario with a real worker, then the
+// event-retention one (bench/retention.ts). Prints one table and writes it to bench/results/latest.json.
+// Figures, not assertions: the machine is shared and noisy, so read the ratios. Options: --duration seconds per scenario (10), --connections (50), --events (10000).
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -19,6 +19,7 @@ import { createDatabase, dropDatabase, startScratchServer } from '../test/helper
 import { seed, SEED_SIZES } from './seed.ts';
 import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget, type Target } from './processes.ts';
 import { runBatchBench } from './batches.ts';
+import { describeRetention, runRetentionBench } from './retention.ts';
 import { runWebhookBench } from './webhook-delivery.ts';
 
 const { values } = parseArgs({ options: {
@@ -219,6 +220,8 @@ receiver.close();
 
 log(`Webhook delivery (${values.events} events x 2 subscriptions, a real worker)...`);
 const webhooks = await runWebhookBench({ adminUrl: server.adminUrl, events: Number(values.events), idleEvents: 200 });
+log('Event retention (GET /events and the fan-out with 1,000 and 1,000,000 events, then the prune)...');
+const retention = await runRetentionBench({ adminUrl: server.adminUrl, log });
 await server.stop();
 
 // --- The table -----------------------------------------------------------------------------------------------
@@ -254,6 +257,7 @@ const notes = [
     + `idle commit-to-delivery p50 ${webhooks.idleP50Ms.toFixed(1)} ms / p99 ${webhooks.idleP99Ms.toFixed(1)} ms, `
     + `under backlog p50 ${webhooks.backlogP50Ms.toFixed(0)} ms / p99 ${webhooks.backlogP99Ms.toFixed(0)} ms, `
     + `lost ${webhooks.lost}, doubled ${webhooks.doubled}, worker peak RSS ${webhooks.workerPeakRssMb ?? 'n/a'} MB`,
+  ...describeRetention(retention),
 ];
 const machine = `${os.cpus().length} x ${os.cpus()[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.version}, `
   + `${server.embedded ? 'embedded PostgreSQL' : 'DATABASE_URL'}, autocannon -c ${CONNECTIONS} -d ${DURATION}, DB_POOL_MAX ${poolMax}`;
@@ -262,7 +266,7 @@ log(`\n${machine}\n\n${markdown}\n\n${notes.map((note) => `- ${note}`).join('\n'
 await mkdir(new URL('./results/', import.meta.url), { recursive: true });
 await writeFile(new URL('./results/latest.json', import.meta.url), `${JSON.stringify({
   date: new Date().toISOString(), machine, connections: CONNECTIONS, durationSeconds: DURATION, seed: SEED_SIZES,
-  scenarios: rows, hotRow, webPeakRssMb, limitComparison, batches, webhooks, markdown, notes,
+  scenarios: rows, hotRow, webPeakRssMb, limitComparison, batches, webhooks, retention, markdown, notes,
 }, null, 2)}\n`);
 log(`\nWritten to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
 process.exit(0);

@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { withCommandDatabase } from '../db/local.ts';
 import { AccountError, createAccount, createApiKey, listApiKeys, revokeApiKey } from '../db/accounts.ts';
-import { loadConfigOrExit } from '../shared/config.ts';
+import { ConfigError, loadConfigOrExit } from '../shared/config.ts';
+import { startupMessage, StartupError } from '../db/startup.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -64,6 +65,10 @@ try {
   if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
     process.stderr.write(`Error: ${(error as Error).message}\n\n${USAGE}\n`);
     process.exit(2);
+  } else if (error instanceof StartupError || error instanceof ConfigError) {
+    // The same line migrate, web and worker write for the same failure.
+    process.stderr.write(`${startupMessage(error)}\n`);
+    process.exit(1);
   } else if (error instanceof AccountError) {
     process.stderr.write(`Error: ${error.message}\n`);
     process.exit(1);

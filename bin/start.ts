@@ -7,6 +7,7 @@ import { createDb } from '../db/knex.ts';
 import { reachableDataDir } from '../db/embedded.ts';
 import { resolveDatabase, type LocalDatabase } from '../db/local.ts';
 import { migrateLatest } from '../db/migrations/index.ts';
+import { checkDatabase } from '../db/startup.ts';
 import { startWorker } from '../jobs/worker.ts';
 import { API_PREFIX } from '../server/routes.ts';
 import { startWebServer } from '../server/web.ts';
@@ -40,6 +41,7 @@ const stopDatabase = async () => { await database?.server?.stop(); };
 try {
   if (!config.databaseUrl) say(`No DATABASE_URL: using the embedded PostgreSQL in ${reachableDataDir(config.embeddedPgDir)} (port ${config.embeddedPgPort})...`);
   database = await resolveDatabase(config, (message) => logger.debug({ postgres: message.trim() }, 'postgres'));
+  if (config.databaseUrl) await checkDatabase(config.databaseUrl, { migrated: false });
   const applied = await migrateLatest(database.url);
   if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
 

@@ -98,7 +98,8 @@ const USER = 'postgres';
 const PASSWORD = 'stockroom-local';
 
 export function embeddedUrl(port: number, database: string): string {
-  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+  // Without TLS, which it does not offer: no connection asks it first (db/connection.ts).
+  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}?sslmode=disable`;
 }
 
 export interface EmbeddedServer {
@@ -114,6 +115,8 @@ export interface EmbeddedOptions {
   port: number;
   /** Throw-away clusters (tests) trade durability for speed. */
   durable?: boolean;
+  /** More settings for the server, as `-c name=value` pairs (the tests' TLS-only server). */
+  postgresFlags?: string[];
   onLog?: (message: string) => void;
 }
 
@@ -135,6 +138,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
       '-c', 'unix_socket_directories=',
       '-c', 'max_connections=200',
       ...speedFlags,
+      ...options.postgresFlags ?? [],
     ],
     onLog: options.onLog ?? (() => {}),
     onError: (error) => options.onLog?.(String(error)),

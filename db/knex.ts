@@ -1,6 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from '../shared/logger.ts';
+import { connectionSettings } from './connection.ts';
 import { connectionTypes } from './timestamps.ts';
 
 // pg hands numeric and bigint back as strings. Quantities, money and stock levels are numeric(20,6) bounded to
@@ -32,10 +33,11 @@ export function createDb(connectionString: string, poolMax = 10, logger?: Logger
   return knexFactory({
     client: 'pg',
     // Timestamps arrive as ISO strings (db/timestamps.ts), from text that UTC keeps in one form.
-    connection: {
-      connectionString, application_name: 'stockroom', connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      options: '-c TimeZone=UTC', types: connectionTypes,
-    },
+    // A function, called at the first connection: whether to use TLS may take asking the server (db/connection.ts).
+    connection: async () => ({
+      ...await connectionSettings(connectionString, { timeoutMs: CONNECT_TIMEOUT_MS }),
+      application_name: 'stockroom', connectionTimeoutMillis: CONNECT_TIMEOUT_MS, options: '-c TimeZone=UTC', types: connectionTypes,
+    }),
     pool: { min: 0, max: poolMax },
     acquireConnectionTimeout: CONNECT_TIMEOUT_MS,
     log: logger && knexLogger(logger),

@@ -2,6 +2,7 @@
 import pg from 'pg';
 import type { Knex } from 'knex';
 import { createDb } from './knex.ts';
+import { checkDatabase } from './startup.ts';
 import { migrateLatest } from './migrations/index.ts';
 import type { Config } from '../shared/config.ts';
 import { embeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from './embedded.ts';
@@ -46,6 +47,8 @@ async function startOrReuse(config: Config, onLog?: (message: string) => void): 
  */
 export async function withCommandDatabase<T>(config: Config, work: (db: Knex) => Promise<T>): Promise<T> {
   const database = await resolveDatabase(config);
+  // DATABASE_URL's failures (unreachable, refused, not migrated) in one line, before any work.
+  if (config.databaseUrl) await checkDatabase(config.databaseUrl, { migrated: true });
   const db = createDb(database.url, 1);
   try {
     if (database.server) await migrateLatest(database.url);

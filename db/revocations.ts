@@ -4,6 +4,7 @@
 // cached key: every request looks its key up, so a revocation it could not hear about still holds.
 import pg from 'pg';
 import type { Logger } from '../shared/logger.ts';
+import { connectionSettings } from './connection.ts';
 import { forgetKey, REVOKED_CHANNEL, trustKeyCache } from './accounts.ts';
 
 const RETRY_MS = [100, 250, 500, 1000, 2000];
@@ -30,8 +31,12 @@ export function listenForRevocations(connectionString: string, logger: Logger): 
   const lose = (client: pg.Client, error?: Error) => {
     if (client !== current) return;
     current = undefined;
-    trustKeyCache(false);
     client.end().catch(() => {});
+    lost(error);
+  };
+
+  const lost = (error?: Error) => {
+    trustKeyCache(false);
     // Said once per loss, not once per failed attempt to get it back.
     if (!closed && lostSince === undefined) {
       lostSince = Date.now();
@@ -41,7 +46,13 @@ export function listenForRevocations(connectionString: string, logger: Logger): 
   };
 
   async function connect(): Promise<void> {
-    const client = new pg.Client({ connectionString });
+    let settings: pg.ClientConfig;
+    try {
+      settings = await connectionSettings(connectionString);
+    } catch (error) {
+      return lost(error as Error);
+    }
+    const client = new pg.Client(settings);
     client.on('error', (error) => lose(client, error));
     client.on('end', () => lose(client));
     client.on('notification', (message) => { if (message.payload) forgetKey(message.payload); });

@@ -24,17 +24,27 @@ export interface Prune {
   run: Task;
 }
 
-export function prune(db: Knex, spec: PruneSpec): Prune {
+/** Deletes up to `limit` rows, saying how many went and whether there may be more. */
+export type DeleteBatch = (limit: number) => Promise<{ deleted: number; more: boolean }>;
+
+/** A clean-up that deletes in batches until none may be left; `start` gives each run its batches (and any cursor). */
+export function pruneInBatches(task: string, schedule: string, what: string, start: () => DeleteBatch, limit = BATCH): Prune {
   const run: Task = async (_payload, helpers) => {
+    const deleteBatch = start();
     let total = 0;
-    for (;;) {
-      const deleted = await db(spec.table)
-        .whereIn(spec.key, spec.due(db(spec.table).select(spec.key)).limit(BATCH))
-        .delete();
-      total += deleted;
-      if (deleted < BATCH) break;
+    for (let more = true; more;) {
+      const batch = await deleteBatch(limit);
+      total += batch.deleted;
+      more = batch.more;
     }
-    if (total) helpers.logger.info(`pruned ${total} ${spec.what}`);
+    if (total) helpers.logger.info(`pruned ${total} ${what}`);
   };
-  return { task: spec.task, schedule: spec.schedule, run };
+  return { task, schedule, run };
+}
+
+export function prune(db: Knex, spec: PruneSpec): Prune {
+  return pruneInBatches(spec.task, spec.schedule, spec.what, () => async (limit) => {
+    const deleted = await db(spec.table).whereIn(spec.key, spec.due(db(spec.table).select(spec.key)).limit(limit)).delete();
+    return { deleted, more: deleted === limit };
+  });
 }

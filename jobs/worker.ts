@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { run, type Runner, type WorkerEvents } from 'graphile-worker';
 import pg from 'pg';
+import { connectionSettings } from '../db/connection.ts';
 import { createDb } from '../db/knex.ts';
 import type { Config } from '../shared/config.ts';
 import { DELIVER_WEBHOOK_TASK, DISPATCH_EVENT_TASK } from '../shared/events.ts';
@@ -15,6 +16,7 @@ import { createPoster } from './http-post.ts';
 import { createOriginSlots } from './origin-slots.ts';
 import { makeDeliverWebhook } from './webhooks__deliver.ts';
 import { pruneDeliveryLog } from './delivery_log__prune.ts';
+import { pruneEvents } from './events__prune.ts';
 import { pruneIdempotencyKeys } from './idempotency_keys__prune.ts';
 import { makeExpireReservation } from './reservations__expire.ts';
 
@@ -48,7 +50,7 @@ export async function startWorker(config: Config, connectionString: string, logg
     allowedPorts: config.webhookAllowedPorts,
     retryDelaysMs: options.retryDelaysMs,
   });
-  const prunes = [pruneDeliveryLog(db), pruneIdempotencyKeys(db)];
+  const prunes = [pruneDeliveryLog(db), pruneIdempotencyKeys(db), pruneEvents(db, { days: config.eventRetentionDays })];
   const workerIds: string[] = [];
   const events: WorkerEvents = new EventEmitter();
   events.on('pool:create', ({ workerPool }) => workerIds.push(workerPool.id));
@@ -58,7 +60,7 @@ export async function startWorker(config: Config, connectionString: string, logg
   // until we close it. Its connections open as needed, graphile-worker's own few (listening for jobs, fetching,
   // completing and failing them in batches); the size matches the concurrency only because graphile-worker warns
   // about anything smaller.
-  const pgPool = new pg.Pool({ connectionString, max: config.workerConcurrency });
+  const pgPool = new pg.Pool({ ...await connectionSettings(connectionString), max: config.workerConcurrency });
   const connectionFailed = (error: Error) => logger.warn({ err: error }, 'a database connection of the worker failed');
   pgPool.on('error', connectionFailed);
   pgPool.on('connect', (client) => client.on('error', connectionFailed));

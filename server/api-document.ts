@@ -212,6 +212,30 @@ const HEALTH = {
   },
 };
 
+const METRICS = {
+  servers: [{ url: '/' }],
+  get: {
+    operationId: 'metrics',
+    summary: 'Metrics for Prometheus',
+    description: 'Only when the deployment sets `METRICS_TOKEN`, and only to `Authorization: Bearer <METRICS_TOKEN>`: to '
+      + 'anyone else, and when the token is unset, the path does not exist (404). Prometheus\'s text format: requests and '
+      + 'their durations by route template and status (`http_requests_total`, `http_request_duration_seconds`), the '
+      + 'database pool (`stockroom_db_pool_connections`), Node\'s process metrics, and from PostgreSQL, read at most every '
+      + '5 seconds: `stockroom_events_undelivered`, `stockroom_oldest_undelivered_event_age_seconds`, '
+      + '`stockroom_webhook_attempts_last_minute`, `stockroom_jobs`, `stockroom_webhooks_disabled`.',
+    tags: ['Operations'],
+    security: [{ MetricsToken: [] }],
+    responses: {
+      200: {
+        description: 'The metrics (`text/plain; version=0.0.4`)',
+        content: { 'text/plain': { schema: { type: 'string' }, example: 'stockroom_events_undelivered 0\n' } },
+      },
+      404: { description: 'No `METRICS_TOKEN` is set, or the request does not bear it', content: errorBody('No route for GET /metrics') },
+      429: { $ref: '#/components/responses/TooManyRequests' },
+    },
+  },
+};
+
 /** The OpenAPI document: the routes, their tags, and the events webhooks deliver. */
 export function apiDocument(): JsonSchema {
   return buildOpenApi({
@@ -222,20 +246,23 @@ export function apiDocument(): JsonSchema {
       contact: { name: 'Stockroom API support' },
       description: 'Inventory and order REST API. Send your key in the `X-API-Key` header. '
         + 'Lists take `page` and `limit` (or `size`), answer `{data, page, limit}` and link the next page in a `Link` header. '
-        + 'Limits: 100 requests per minute per key, 20 per minute per IP without a valid key (defaults; counted per web process).',
+        + 'Limits (defaults): 100 requests per minute per key, shared by every web process; 20 per minute per IP without a valid key, counted per web process.',
     },
     servers: [{ url: API_PREFIX }],
     security: [{ ApiKey: [] }],
-    tags: { ...apiTags, Operations: 'Health checks for load balancers and monitors' },
+    tags: { ...apiTags, Operations: 'Health checks and metrics for load balancers and monitors' },
     components: {
-      securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        MetricsToken: { type: 'http', scheme: 'bearer', description: 'The deployment\'s `METRICS_TOKEN`, for `/metrics` only' },
+      },
       schemas: SCHEMAS,
       parameters: PARAMETERS,
       responses: RESPONSES,
       headers: HEADERS,
     },
     conventions: CONVENTIONS,
-    paths: { '/health': HEALTH },
+    paths: { '/health': HEALTH, '/metrics': METRICS },
     webhooks,
   });
 }

@@ -1,6 +1,6 @@
-// The middleware order is the architecture: tag and log the request, map errors; then the public routes behind
-// their own per-IP limit, or for the API: refuse oversized bodies unread, HTTPS, whose key, rate limit,
-// authenticate, parse the body, Idempotency-Key, route.
+// The middleware order is the architecture: count (with METRICS_TOKEN), tag and log the request, map errors;
+// then the public routes (/metrics among them) behind their own per-IP limit, or for the API: refuse oversized
+// bodies unread, HTTPS, whose key, rate limit, authenticate, parse the body, Idempotency-Key, route.
 import Router from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
@@ -18,6 +18,7 @@ import { publicRateLimit, rateLimit } from './middleware/rate-limit.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { mountRoutes } from './framework/route.ts';
 import { apiDocument } from './api-document.ts';
+import { createMetrics, routeTemplate } from './metrics.ts';
 import { API_PREFIX, apiRoutes } from './routes.ts';
 
 export interface AppDeps {
@@ -39,8 +40,12 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
   const api = new Router<AppState>({ prefix: API_PREFIX });
   mountRoutes(api, apiRoutes, { db, config, resolveHost });
   const publicRoutes = publicRouter(db, apiDocument());
+  const metrics = config.metricsToken
+    ? createMetrics({ token: config.metricsToken, db, logger, routeOf: routeTemplate([api, publicRoutes]) })
+    : undefined;
   const publicChain = compose<AppContext>([
     publicRateLimit({ perIp: config.rateLimitPublicPerIp, windowMs: config.rateLimitWindowMs }),
+    ...(metrics ? [metrics.serve] : []),
     publicRoutes.routes() as Koa.Middleware<AppState>,
   ]);
 
@@ -58,6 +63,7 @@ export function createApp({ db, config, logger, resolveHost = systemResolve }: A
     api.allowedMethods() as Koa.Middleware<AppState>,
   ]);
 
+  if (metrics) app.use(metrics.observe);
   app.use(requestContext(logger));
   app.use(handleErrors);
   // The document and Swagger UI live under the API prefix but need no key.

@@ -45,6 +45,10 @@ export interface Config {
   allowInsecureWebhookUrls: boolean;
   /** The ports webhook receivers may listen on. */
   webhookAllowedPorts: number[];
+  /** Set, GET /metrics answers requests bearing it (`Authorization: Bearer <token>`); unset, there is no /metrics. */
+  metricsToken: string | undefined;
+  /** Events older than this many days are deleted by the worker (unless a delivery of theirs is still scheduled). */
+  eventRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -113,6 +117,15 @@ function readPublicUrl(env: Env, name: string): string | undefined {
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
+/** A secret someone must send back: long enough not to be guessed. */
+function readToken(env: Env, name: string): string | undefined {
+  const raw = readString(env, name);
+  if (raw !== undefined && (raw.length < 16 || /\s/.test(raw))) {
+    throw new ConfigError(`${name} must be at least 16 characters without spaces (make one with: openssl rand -hex 32)`);
+  }
+  return raw;
+}
+
 /** A comma-separated list of TCP ports. */
 function readPorts(env: Env, name: string, fallback: number[]): number[] {
   const raw = readString(env, name);
@@ -160,6 +173,8 @@ export function loadConfig(env: Env = process.env): Config {
     allowInsecureWebhookUrls: readBool(env, 'ALLOW_INSECURE_WEBHOOK_URLS', false),
     webhookAllowedPorts: readPorts(env, 'WEBHOOK_ALLOWED_PORTS', [443, 8443]),
     publicUrl: readPublicUrl(env, 'PUBLIC_URL'),
+    metricsToken: readToken(env, 'METRICS_TOKEN'),
+    eventRetentionDays: readInt(env, 'EVENT_RETENTION_DAYS', 30),
   });
 }
 

@@ -1,7 +1,9 @@
 import { runMigrations as runWorkerMigrations } from 'graphile-worker';
 import type { Knex } from 'knex';
+import pg from 'pg';
 import { createLogger } from '../../shared/logger.ts';
 import { toWorkerLogger } from '../../shared/worker-logger.ts';
+import { connectionSettings } from '../connection.ts';
 import { createDb } from '../knex.ts';
 import * as foundation from './001_foundation.ts';
 import * as stock from './002_stock.ts';
@@ -17,6 +19,7 @@ import * as reservations from './011_reservations.ts';
 import * as partialFlows from './012_partial_flows.ts';
 import * as stockCounts from './013_stock_counts.ts';
 import * as rateLimits from './014_rate_limits.ts';
+import * as eventRetention from './015_event_retention.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -39,10 +42,14 @@ const MIGRATIONS: Record<string, Migration> = {
   '012_partial_flows': partialFlows,
   '013_stock_counts': stockCounts,
   '014_rate_limits': rateLimits,
+  '015_event_retention': eventRetention,
 };
 
+/** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */
+export const MIGRATION_NAMES = Object.keys(MIGRATIONS);
+
 const source: Knex.MigrationSource<string> = {
-  getMigrations: async () => Object.keys(MIGRATIONS),
+  getMigrations: async () => MIGRATION_NAMES,
   getMigrationName: (name) => name,
   getMigration: async (name) => {
     const migration = MIGRATIONS[name];
@@ -71,7 +78,15 @@ export async function migrateLatest(connectionString: string): Promise<string[]>
   const db = createDb(connectionString, 1);
   try {
     const [, applied] = (await db.migrate.latest({ migrationSource: source })) as [number, string[]];
-    await runWorkerMigrations({ connectionString, logger: toWorkerLogger(createLogger('warn', 'migrate')) });
+    const pgPool = new pg.Pool({ ...await connectionSettings(connectionString), max: 1 });
+    // A connection's failure reaches the statement that uses it; without listeners it would end the process.
+    pgPool.on('error', () => {});
+    pgPool.on('connect', (client) => client.on('error', () => {}));
+    try {
+      await runWorkerMigrations({ pgPool, logger: toWorkerLogger(createLogger('warn', 'migrate')) });
+    } finally {
+      await pgPool.end();
+    }
     await db.raw(PLAN_EVERY_ENQUEUE);
     return applied;
   } finally {

@@ -59,7 +59,7 @@ export interface RouteSpec<Q, B, R = undefined> {
   /** The schema of the body; none for a 204. */
   success: { status: 200 | 201 | 202 | 204; description: string; schema?: AnyStruct; list?: boolean };
   /** Statuses this route answers beyond those every authenticated route may answer, with why. */
-  errors?: Partial<Record<404 | 409, string>>;
+  errors?: Partial<Record<404 | 409 | 410, string>>;
   /**
    * Looks up what the body refers to (records of the account, by id or by another key). It runs on the body as
    * sent, also when the body failed its struct, so that one 400 names the shape and the reference problems

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { connectionSettings } from '../../db/connection.ts';
 import { startEmbeddedPostgres } from '../../db/embedded.ts';
 
 export interface ScratchServer {
@@ -39,7 +40,7 @@ export async function startScratchServer(label: string): Promise<ScratchServer> 
 }
 
 async function admin(adminUrl: string, run: (client: pg.Client) => Promise<unknown>): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  const client = new pg.Client(await connectionSettings(adminUrl));
   await client.connect();
   try {
     await run(client);
