@@ -44,8 +44,11 @@ export function connectionTarget(url: string, env: Env = process.env): Connectio
   if (!parsed || !['postgres:', 'postgresql:'].includes(parsed.protocol)) {
     throw new ConfigError('DATABASE_URL must be a PostgreSQL URL like postgres://user:password@host:5432/database');
   }
-  const parameter = (name: string, envName?: string) => parsed.searchParams.get(name) ?? (envName ? env[envName] : undefined) ?? undefined;
-  const mode = (parsed.searchParams.get('sslmode') ?? (env.PGSSLMODE || 'prefer')) as SslMode;
+  // An empty value, in the URL or the environment, is no value (as with libpq).
+  const parameter = (name: string, envName?: string) => parsed.searchParams.get(name) || (envName && env[envName]) || undefined;
+  // node-postgres's own `ssl=true` asks for TLS: read as require.
+  const legacy = ['true', '1'].includes(parsed.searchParams.get('ssl') ?? '') ? 'require' : undefined;
+  const mode = (parameter('sslmode', 'PGSSLMODE') ?? legacy ?? 'prefer') as SslMode;
   if (!SSL_MODES.includes(mode)) {
     throw new ConfigError(`DATABASE_URL's sslmode (or PGSSLMODE) must be one of ${SSL_MODES.join(', ')}, got "${mode}"`);
   }

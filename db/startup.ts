@@ -11,7 +11,7 @@ import { MIGRATION_NAMES } from './migrations/index.ts';
 /** A reason not to start, already said in one line. */
 export class StartupError extends Error {}
 
-type PgError = Error & { code?: string; user?: string };
+type PgError = Error & { code?: string };
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
 const TIMED_OUT = /timeout|timed out/i;

@@ -200,6 +200,9 @@ test('connectionTarget reads libpq\'s parameters and names what is wrong with th
   t.is(connectionTarget('postgres://u:p@db.example:6543/shop').sslMode, 'prefer');
   t.is(connectionTarget('postgres://u:p@db.example/shop', { PGSSLMODE: 'require' }).sslMode, 'require');
   t.is(connectionTarget('postgres://u:p@db.example/shop?sslmode=disable', { PGSSLMODE: 'require' }).sslMode, 'disable');
+  t.is(connectionTarget('postgres://u:p@db.example/shop?ssl=true').sslMode, 'require', 'node-postgres\'s ssl=true asks for TLS');
+  t.is(connectionTarget('postgres://u:p@db.example/shop?sslmode=require', { PGSSLROOTCERT: '' }).tls.rejectUnauthorized, false,
+    'an empty PGSSLROOTCERT is none: require stays unverified');
   const target = connectionTarget('postgres://u:p@db.example:6543/shop?sslmode=no-verify&application_name=x');
   t.is(target.describe, 'db.example:6543/shop');
   t.false(target.connectionString.includes('sslmode'), 'TLS parameters are ours to apply, not pg-connection-string\'s');
