@@ -7,6 +7,7 @@ import { buildOpenApi, type Conventions } from './framework/openapi.ts';
 import type { AnyRoute } from './framework/route.ts';
 import type { AnyStruct, JsonSchema } from './framework/schema.ts';
 import { IDEMPOTENCY_HEADER, KEY_LIFETIME_HOURS, MAX_KEY_LENGTH, REPLAYED_HEADER } from './middleware/idempotency.ts';
+import { METRICS_PATH } from './metrics.ts';
 import { EVENT_DATA } from './resources/events/schema.ts';
 import { API_PREFIX, apiRoutes, apiTags } from './routes.ts';
 
@@ -262,7 +263,7 @@ export function apiDocument(): JsonSchema {
       headers: HEADERS,
     },
     conventions: CONVENTIONS,
-    paths: { '/health': HEALTH, '/metrics': METRICS },
+    paths: { '/health': HEALTH, [METRICS_PATH]: METRICS },
     webhooks,
   });
 }

@@ -15,7 +15,7 @@ import type { AppContext, AppState } from './framework/context.ts';
 
 export const METRICS_PATH = '/metrics';
 /** How long what PostgreSQL said is reused. */
-export const DATABASE_METRICS_TTL_MS = 5000;
+const DATABASE_METRICS_TTL_MS = 5000;
 
 interface PipelineState {
   undelivered: number;
@@ -119,21 +119,25 @@ export function createMetrics(options: { token: string; db: Knex; logger: Logger
     },
   });
 
-  const pipeline = cached(() => readPipeline(db), DATABASE_METRICS_TTL_MS);
-  const up = new Gauge({ name: 'stockroom_database_metrics_up', help: '1 when the last read of the database metrics succeeded', registers: [register] });
-  /** A gauge whose values come from the cached read; on a failed read the last values stay, and _up says 0. */
+  // A failed read is logged once, not once per gauge that asked for it.
+  const pipeline = cached(() => readPipeline(db).catch((error: unknown) => {
+    logger.warn({ err: error }, 'metrics: could not read the webhook pipeline from the database');
+    throw error;
+  }), DATABASE_METRICS_TTL_MS);
+  new Gauge({
+    name: 'stockroom_database_metrics_up', help: '1 when the read of the database metrics for this scrape succeeded', registers: [register],
+    async collect() {
+      this.set(await pipeline().then(() => 1, () => 0));
+    },
+  });
+  /** A gauge whose values come from the cached read; on a failed read it keeps its last values (and _up says 0). */
   const fromDatabase = (name: string, help: string, labelNames: string[], fill: (gauge: Gauge, state: PipelineState) => void) => new Gauge({
     name, help, labelNames, registers: [register],
     async collect() {
-      try {
-        const state = await pipeline();
-        this.reset();
-        fill(this, state);
-        up.set(1);
-      } catch (error) {
-        up.set(0);
-        logger.warn({ err: error }, `metrics: could not read ${name} from the database`);
-      }
+      const state = await pipeline().catch(() => undefined);
+      if (!state) return;
+      this.reset();
+      fill(this, state);
     },
   });
   fromDatabase('stockroom_events_undelivered', 'Events with a delivery still queued (fan-out or webhook attempt)', [],
