@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type pg from 'pg';
+import { isoTimestampSql } from './timestamps.ts';
 
 /** A statement's text with numbered parameters, built by appending: `param` places a value and answers `$n::type`. */
 export class Statement {
@@ -47,3 +48,10 @@ export async function runStatement<Row>(db: Knex, statement: Statement, text: st
     await db.client.releaseConnection(connection);
   }
 }
+
+/**
+ * A statement's rows of `from` (a CTE) as one JSON array in `order`, to come back in its answer beside other
+ * things: columns as pg hands them (numbers as numbers), `created_at` and `updated_at` as isoTimestamp writes them.
+ */
+export const rowsJson = (from: string, order: string): string => `(select coalesce(json_agg(to_jsonb(x) || jsonb_build_object(
+    'created_at', ${isoTimestampSql('x.created_at')}, 'updated_at', ${isoTimestampSql('x.updated_at')}) order by ${order}), '[]') from ${from} x)`;

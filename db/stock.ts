@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { fromMicros, MAX_DECIMAL, MAX_MICROS, microsToText, toMicros } from '../shared/decimal.ts';
 import { ConflictError, UnresolvedReferences } from '../shared/errors.ts';
+import { isUuid } from '../shared/guards.ts';
 import type { JobSpec } from '../shared/events.ts';
 import {
   expiryJob, type LevelSnapshot, type MovementRecord, type MovementType, type ReleaseReason, type ReservationRecord,
@@ -545,6 +546,8 @@ export async function applyStock<Row = Record<string, never>>(
   options: StockStatementOptions = {},
 ): Promise<StockResult & { row: Row }> {
   const deltas = deltasOf(op);
+  // What cannot be an id is no record of the account's either (and would stop the statement as a cast error).
+  if (options.checkReferences && !deltas.every((delta) => isUuid(delta.itemId) && isUuid(delta.locationId))) throw new UnresolvedReferences();
   const q = new Statement();
   const { ctes, columns } = stockCtes(q, op, deltas, options);
   const text = `with ${ctes.join(',\n')}

@@ -28,9 +28,10 @@ export const MAX_PROBLEMS = 100;
  * A write that checked itself that the records it names belong to the account, and found one that does not: the
  * route looks them up (its `resolve`) to name each in a 400.
  */
-export class UnresolvedReferences extends Error {
+export class UnresolvedReferences extends ApiError {
   constructor() {
-    super('The request names records the account does not hold');
+    // What answers when the lookup then finds them all (they changed in between).
+    super(409, 'A record this request names changed while it ran; retry it');
   }
 }
 
