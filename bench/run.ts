@@ -2,7 +2,9 @@
 // same PostgreSQL (throw-away: embedded, or DATABASE_URL's server). Seeds realistic data, starts the real web
 // process, runs each scenario with autocannon, then the webhook delivery scenario with a real worker, then the
 // event-retention one (bench/retention.ts). Prints one table and writes it to bench/results/latest.json.
-// Figures, not assertions: the machine is shared and noisy, so read the ratios. Options: --duration seconds per scenario (10), --connections (50), --events (10000).
+// Figures, not assertions: the machine is shared and noisy, so read the ratios. Options: --duration seconds per scenario (10),
+// --connections (50), --events (10000), --only <text> (only the scenarios whose name holds it, without the other
+// sections: for working on one figure).
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -19,6 +21,7 @@ import { createDatabase, dropDatabase, startScratchServer } from '../test/helper
 import { seed, SEED_SIZES } from './seed.ts';
 import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget, type Target } from './processes.ts';
 import { runBatchBench } from './batches.ts';
+import { runPgbench } from './pgbench.ts';
 import { describeRetention, runRetentionBench } from './retention.ts';
 import { runWebhookBench } from './webhook-delivery.ts';
 
@@ -26,6 +29,7 @@ const { values } = parseArgs({ options: {
   duration: { type: 'string', default: '10' },
   connections: { type: 'string', default: '50' },
   events: { type: 'string', default: '10000' },
+  only: { type: 'string' },
 } });
 const DURATION = Number(values.duration);
 const CONNECTIONS = Number(values.connections);
@@ -107,6 +111,10 @@ const ours = await startTarget('stockroom', await procfileWebArgs(), {
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
 }, '/health');
 const raw = await startTarget('raw', ['bench/raw-server.ts'], { DATABASE_URL: url, DB_POOL_MAX: poolMax }, '/');
+const idleRssMb = { ours: await currentRssMb(ours.child.pid), raw: await currentRssMb(raw.child.pid) };
+
+log(`pgbench TPC-B (${CONNECTIONS} clients, scale 10, ${DURATION} s), the ceiling...`);
+const pgbench = await runPgbench(server.adminUrl, { clients: CONNECTIONS, seconds: DURATION });
 
 // --- The scenarios -------------------------------------------------------------------------------------------
 const adjustable = seeded.itemIds.slice(0, 1000);
@@ -158,7 +166,7 @@ interface Row extends Measured {
   ratio: number | null;
 }
 const rows: Row[] = [];
-for (const scenario of scenarios) {
+for (const scenario of scenarios.filter((entry) => !values.only || entry.name.includes(values.only))) {
   log(`${scenario.name}...`);
   const targets = scenario.baseline ? [raw, ours] : [ours];
   // A short warm-up each: JIT, pool connections and PostgreSQL's caches.
@@ -169,6 +177,33 @@ for (const scenario of scenarios) {
     scenario: scenario.name, ...measured, baseline,
     ratio: baseline ? Number((measured.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)) : null,
   });
+}
+
+// Peak RSS (VmHWM) of both over the scenarios both served, before the sections only ours runs.
+const shownRssMb = { ours: await peakRssMb(ours.child.pid), raw: await peakRssMb(raw.child.pid) };
+const fmt = (value: number | null | undefined, digits = 0) => (value === null || value === undefined ? '-' : value.toFixed(digits));
+const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'peak RSS MB', 'raw req/s', 'raw p50 ms', 'ratio', 'x pgbench'];
+const tableOf = (measured: Row[]) => [
+  `| ${header.join(' | ')} |`,
+  `|${header.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
+  ...measured.map((row) => [
+    row.scenario, fmt(row.requestsPerSecond), fmt(row.p50Ms), fmt(row.p99Ms), `${row.non2xx}${row.status5xx ? ` (${row.status5xx} 5xx)` : ''}`,
+    fmt(row.peakRssMb), fmt(row.baseline?.requestsPerSecond), fmt(row.baseline?.p50Ms), fmt(row.ratio, 2),
+    row.scenario.startsWith('POST') && pgbench ? fmt(row.requestsPerSecond / pgbench.tps, 2) : '-',
+  ]).map((cells) => `| ${cells.join(' | ')} |`),
+].join('\n');
+const pgbenchLine = pgbench
+  ? `pgbench TPC-B (${pgbench.version}, ${pgbench.clients} clients, scale ${pgbench.scale}, ${pgbench.seconds} s) on the same server: ${pgbench.tps} tps`
+  : 'pgbench: not installed, no ceiling measured';
+const memoryLine = `web process RSS: idle ${idleRssMb.ours ?? 'n/a'} MB, peak ${shownRssMb.ours ?? 'n/a'} MB over the scenarios above; `
+  + `the raw stack's idle ${idleRssMb.raw ?? 'n/a'} MB, peak ${shownRssMb.raw ?? 'n/a'} MB over the same load`;
+if (values.only) {
+  log(`\n${tableOf(rows)}\n\n- ${pgbenchLine}\n- ${memoryLine}`);
+  await Promise.all([stopTarget(ours), stopTarget(raw)]);
+  await db.destroy();
+  await dropDatabase(server.adminUrl, database);
+  await server.stop();
+  process.exit(0);
 }
 
 // The same reads on two fresh web processes, one counting keys in PostgreSQL, one in its own memory
@@ -225,23 +260,15 @@ const retention = await runRetentionBench({ adminUrl: server.adminUrl, log });
 await server.stop();
 
 // --- The table -----------------------------------------------------------------------------------------------
-const fmt = (value: number | null | undefined, digits = 0) => (value === null || value === undefined ? '-' : value.toFixed(digits));
-const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'peak RSS MB', 'raw req/s', 'raw p50 ms', 'ratio'];
-const table = rows.map((row) => [
-  row.scenario, fmt(row.requestsPerSecond), fmt(row.p50Ms), fmt(row.p99Ms), `${row.non2xx}${row.status5xx ? ` (${row.status5xx} 5xx)` : ''}`,
-  fmt(row.peakRssMb), fmt(row.baseline?.requestsPerSecond), fmt(row.baseline?.p50Ms), fmt(row.ratio, 2),
-]);
 const pageOne = rows.find((row) => row.scenario === 'GET /items?limit=100')!;
 const deep = rows.find((row) => row.scenario === 'GET /items?page=1000&limit=100')!;
-const markdown = [
-  `| ${header.join(' | ')} |`,
-  `|${header.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
-  ...table.map((cells) => `| ${cells.join(' | ')} |`),
-].join('\n');
+const markdown = tableOf(rows);
 const plainOrders = rows.find((row) => row.scenario === 'POST /sales-orders (5 lines)')!;
 const reservingOrders = rows.find((row) => row.scenario === 'POST /sales-orders (5 lines, reserving)')!;
 const singleItems = rows.find((row) => row.scenario === 'POST /items (one row)')!;
 const notes = [
+  pgbenchLine,
+  memoryLine,
   ...limitComparison.map(({ scenario, keys: keyCount, shared, memory }) =>
     `${scenario}, ${keyCount === 1 ? 'one key' : `${keyCount} keys in turn`}, counted in PostgreSQL: ${shared} req/s, `
       + `${(shared / memory).toFixed(2)}x the ${memory} req/s counted in memory (RATE_LIMIT_STORE=memory; each the mean of two runs, in turn)`),
@@ -252,7 +279,7 @@ const notes = [
   `sales orders reserving their lines run at ${(reservingOrders.requestsPerSecond / plainOrders.requestsPerSecond).toFixed(2)}x the rate of those that do not`,
   `page 1000 costs ${(pageOne.p50Ms ? deep.p50Ms / pageOne.p50Ms : NaN).toFixed(2)}x page 1 (p50), ${(pageOne.requestsPerSecond / deep.requestsPerSecond).toFixed(2)}x (req/s)`,
   `hot row: level ${hotRow.level}, sum of its movements ${hotRow.movements} (${Number(hotRow.level) === Number(hotRow.movements) ? 'equal' : 'DIFFERENT'})`,
-  `web process peak RSS (VmHWM) over every scenario: ${webPeakRssMb ?? 'n/a'} MB`,
+  `web process peak RSS (VmHWM) over every scenario and the bulk writes: ${webPeakRssMb ?? 'n/a'} MB`,
   `webhooks: ${webhooks.deliveriesPerSecond} deliveries/s (${webhooks.events} events x ${webhooks.subscriptions}), `
     + `idle commit-to-delivery p50 ${webhooks.idleP50Ms.toFixed(1)} ms / p99 ${webhooks.idleP99Ms.toFixed(1)} ms, `
     + `under backlog p50 ${webhooks.backlogP50Ms.toFixed(0)} ms / p99 ${webhooks.backlogP99Ms.toFixed(0)} ms, `
@@ -266,7 +293,7 @@ log(`\n${machine}\n\n${markdown}\n\n${notes.map((note) => `- ${note}`).join('\n'
 await mkdir(new URL('./results/', import.meta.url), { recursive: true });
 await writeFile(new URL('./results/latest.json', import.meta.url), `${JSON.stringify({
   date: new Date().toISOString(), machine, connections: CONNECTIONS, durationSeconds: DURATION, seed: SEED_SIZES,
-  scenarios: rows, hotRow, webPeakRssMb, limitComparison, batches, webhooks, retention, markdown, notes,
+  scenarios: rows, pgbench, idleRssMb, shownRssMb, hotRow, webPeakRssMb, limitComparison, batches, webhooks, retention, markdown, notes,
 }, null, 2)}\n`);
 log(`\nWritten to bench/results/latest.json (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
 process.exit(0);

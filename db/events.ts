@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import {
   deliveryJob, DISPATCH_EVENT_TASK, dispatchJobKey, jobKeySql, PING_EVENT, type JobSpec, type NewEvent, type StoredEvent,
 } from '../shared/events.ts';
+import { runStatement, Statement } from './statement.ts';
 import type { Timestamp } from './timestamps.ts';
 
 /**
@@ -37,31 +38,41 @@ async function insertEvents(trx: Knex.Transaction, accountId: string, events: Ar
 }
 
 /**
- * Records the events and enqueues one dispatch (fan-out) job each, with `alsoEnqueue`, in `trx`: one statement,
- * whatever their number (every write ends with it).
+ * The CTEs that record events and enqueue their jobs inside a statement: `e`, the events inserted from `source` (a
+ * select of `type`, `data` as json, keeping the record's key order, and `n`, their order), and `j`, one dispatch (fan-out) job per event with `also`.
+ * The statement must read `j` (a select CTE runs only when read): `(select jobs from j)`.
  */
-export async function recordEvents(trx: Knex.Transaction, accountId: string, events: NewEvent[], alsoEnqueue: JobSpec[] = []): Promise<StoredEvent[]> {
+export function eventCtes(statement: Statement, accountId: string, source: string, also: JobSpec[]): string {
+  return `e as (
+       insert into events (account_id, type, data)
+       select ${statement.param(accountId, 'uuid')}, x.type, x.data from (${source}) x order by x.n
+       returning id, type, data, created_at, seq
+     ), j as (
+       select count(*) as jobs from graphile_worker.add_jobs(array(
+         -- Each event's fan-out job: DispatchEventPayload, keyed by dispatchJobKey.
+         select json_populate_record(null::graphile_worker.job_spec,
+           json_build_object('identifier', ${statement.param(DISPATCH_EVENT_TASK, 'text')}, 'payload', json_build_object('eventId', e.id),
+             'job_key', ${jobKeySql(dispatchJobKey, 'e.id')}))
+         from e
+         union all
+         select json_populate_recordset(null::graphile_worker.job_spec, ${statement.param(JSON.stringify(also), 'json')})))
+     )`;
+}
+
+/**
+ * Records the events and enqueues one dispatch (fan-out) job each, with `alsoEnqueue`, in `trx`: one statement,
+ * whatever their number.
+ */
+export async function recordEvents(trx: Knex, accountId: string, events: NewEvent[], alsoEnqueue: JobSpec[] = []): Promise<StoredEvent[]> {
   if (events.length === 0) {
     await addJobs(trx, alsoEnqueue);
     return [];
   }
-  const { rows } = await trx.raw<{ rows: EventRow[] }>(
-    `with e as (
-       insert into events (account_id, type, data)
-       select ?::uuid, x.type, x.data from unnest(?::text[], ?::json[]) with ordinality as x(type, data, n) order by x.n
-       returning id, type, data, created_at, seq
-     ), j as (
-       select count(*) from graphile_worker.add_jobs(array(
-         -- Each event's fan-out job: DispatchEventPayload, keyed by dispatchJobKey.
-         select json_populate_record(null::graphile_worker.job_spec,
-           json_build_object('identifier', ?::text, 'payload', json_build_object('eventId', e.id), 'job_key', ${jobKeySql(dispatchJobKey, 'e.id')}))
-         from e
-         union all
-         select json_populate_recordset(null::graphile_worker.job_spec, ?::json)))
-     )
-     select e.id, e.type, e.data, e.created_at from e, j order by e.seq`,
-    [accountId, events.map((event) => event.type), events.map((event) => JSON.stringify(event.data)), DISPATCH_EVENT_TASK, JSON.stringify(alsoEnqueue)],
-  );
+  const statement = new Statement();
+  const source = `select x.type, x.data, x.n from unnest(${statement.column(events, (event) => event.type, 'text')},
+    ${statement.column(events, (event) => JSON.stringify(event.data), 'json')}) with ordinality as x(type, data, n)`;
+  const rows = await runStatement<EventRow>(trx, statement,
+    `with ${eventCtes(statement, accountId, source, alsoEnqueue)} select e.id, e.type, e.data, e.created_at from e, j order by e.seq`);
   return rows.map(toStoredEvent);
 }
 

@@ -1,26 +1,30 @@
 // Stock: the only writer of stock levels, movements and reservations. Every change of stock, whatever caused it
-// (adjustments, transfers, receipts, production, fulfilment), every reservation made or closed and every change
-// of what is expected goes through applyStock (or changeStock, which records its events too), in the caller's
-// transaction:
+// (adjustments, transfers, receipts, production, fulfilment, counts), every reservation made or closed and every
+// change of what is expected goes through applyStock, as one statement (a round trip; on its own, a transaction
+// too, so a level's lock is held for that statement and no network wait), with the caller's record in it:
 //
 // 1. the reservations it closes are locked by the caller first (lockReservations), then the levels it touches, in
 //    one global order (item, then location), so that operations running at once cannot deadlock;
-// 2. every check runs on exact millionths before anything moves: no level below zero or past the maximum, and
-//    reserved stock taken only by what it was reserved for (a physical loss aside); one 409 names every refusal;
-// 3. the levels, the ledger, the reservations, and their events (with the level after), then.
+// 2. every check runs on the levels as they stand under their locks, in exact numeric, before anything moves: no
+//    level below zero or past the maximum, and reserved stock taken only by what it was reserved for (a physical
+//    loss aside); a refused level stops the statement (stockroom_refuse), and one 409 names every refusal;
+// 3. the levels, the ledger, the reservations, their events (with the level after) and jobs, then.
 //
 // A level's `reserved` is kept in its row, under its lock, equal to the sum of its open reservations: both change
 // here and only here, in one transaction (npm run check:consistency verifies it).
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { fromMicros, MAX_DECIMAL, MAX_MICROS, microsToText, toMicros } from '../shared/decimal.ts';
-import { ConflictError } from '../shared/errors.ts';
-import type { JobSpec, NewEvent } from '../shared/events.ts';
+import { ConflictError, UnresolvedReferences } from '../shared/errors.ts';
+import { isUuid } from '../shared/guards.ts';
+import type { JobSpec } from '../shared/events.ts';
 import {
   expiryJob, type LevelSnapshot, type MovementRecord, type MovementType, type ReleaseReason, type ReservationRecord,
   type ReservationStatus, type SourceType,
 } from '../shared/stock.ts';
-import { recordEvents } from './events.ts';
-import type { Timestamp } from './timestamps.ts';
+import { eventCtes } from './events.ts';
+import { runStatement, Statement } from './statement.ts';
+import { isoTimestampSql, type Timestamp } from './timestamps.ts';
 
 export interface StockChange {
   itemId: string;
@@ -273,136 +277,46 @@ const levelNumbers = (state: LevelState) =>
 const stateOf = (row: { quantity: string; reserved: string; incoming: string }): LevelState =>
   ({ quantity: toMicros(row.quantity), reserved: toMicros(row.reserved), incoming: toMicros(row.incoming) });
 
-/** The checks of refusal(), in SQL, over `s` (the level) and `d` (the delta), for the one-statement path. */
-const ACCEPTED = `s.quantity + d.dq >= 0 and s.quantity + d.dq <= ${MAX_DECIMAL} and s.incoming + d.di <= ${MAX_DECIMAL}
-  and (not d.takes or (s.quantity - s.reserved) - (s.quantity + d.dq - s.reserved - d.dr) <= 0 or s.quantity + d.dq - s.reserved - d.dr >= 0)`;
+/** The checks of refusal(), in SQL, over `st`: the delta and the level under its lock (`q`, `r`, `i`; 0 when missing). */
+const ACCEPTED = `st.q + st.lo >= 0 and st.q + st.hi <= ${MAX_DECIMAL} and st.i + st.di <= ${MAX_DECIMAL}
+  and (not st.takes or (st.q - st.r) - (st.q + st.dq - st.r - st.dr) <= 0 or st.q + st.dq - st.r - st.dr >= 0)`;
 
-/**
- * One level in one statement: it changes only if every check holds, so concurrent changes queue on the row lock and
- * none is lost or takes it out of range. A level that does not exist is created when the change is valid from 0.
- * Refused, nothing changed: the level is read to say why.
- */
-async function changeOne(trx: Knex.Transaction, accountId: string, delta: LevelDelta): Promise<Map<string, LevelRow>> {
-  const bindings = {
-    a: accountId, i: delta.itemId, l: delta.locationId, takes: delta.takesAvailable,
-    dq: microsToText(delta.quantity), dr: microsToText(delta.reserved), di: microsToText(delta.incoming),
-  };
-  // Valid from 0 (a level that does not exist yet): then an upsert, else an update of the level that must exist.
-  const fromZero = refusal(delta, { quantity: 0n, reserved: 0n, incoming: 0n }) === undefined && delta.reserved >= 0n;
-  const { rows } = await trx.raw<{ rows: LevelRow[] }>(fromZero
-    ? `insert into stock_levels as s (account_id, item_id, location_id, quantity, reserved, incoming)
-       values (:a::uuid, :i::uuid, :l::uuid, :dq::numeric, :dr::numeric, greatest(:di::numeric, 0))
-       on conflict (account_id, item_id, location_id) do update
-       set quantity = s.quantity + :dq::numeric, reserved = s.reserved + :dr::numeric,
-           incoming = greatest(s.incoming + :di::numeric, 0), updated_at = now()
-       where ${ACCEPTED.replaceAll('d.dq', ':dq::numeric').replaceAll('d.dr', ':dr::numeric').replaceAll('d.di', ':di::numeric').replaceAll('d.takes', ':takes::boolean')}
-       returning item_id, location_id, quantity, reserved, incoming`
-    : `update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
-         incoming = greatest(s.incoming + d.di, 0), updated_at = now()
-       from (select :dq::numeric as dq, :dr::numeric as dr, :di::numeric as di, :takes::boolean as takes) d
-       where s.account_id = :a::uuid and s.item_id = :i::uuid and s.location_id = :l::uuid and ${ACCEPTED}
-       returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`, bindings);
-  if (rows[0]) return new Map([[levelKey(delta), rows[0]]]);
-  const current: { quantity: string; reserved: string; incoming: string } | undefined = await trx('stock_levels')
-    .where({ account_id: accountId, item_id: delta.itemId, location_id: delta.locationId })
-    .first(trx.raw('quantity::text as quantity, reserved::text as reserved, incoming::text as incoming'));
-  const why = refusal(delta, current ? stateOf(current) : { quantity: 0n, reserved: 0n, incoming: 0n });
-  if (!why) throw new Error(`changeStock: the level of item ${delta.itemId} at location ${delta.locationId} refused a change nothing refuses`);
-  throw refused([why]);
+/** A level the statement refused, as it stood under its lock (stockroom_refuse's DETAIL). */
+interface RefusedLevel {
+  itemId: string;
+  locationId: string;
+  quantity: string;
+  reserved: string;
+  incoming: string;
+  /** Whether its item and location belong to the account. */
+  known: boolean;
 }
 
-/** The levels as they stand, read exactly (a missing one is all zeros), to say why a change was refused. */
-async function explainRefusals(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<ConflictError> {
-  const rows: Array<{ item_id: string; location_id: string; quantity: string; reserved: string; incoming: string }> = await trx('stock_levels')
-    .where({ account_id: accountId })
-    .whereIn(['item_id', 'location_id'], deltas.map((delta) => [delta.itemId, delta.locationId]))
-    .select('item_id', 'location_id', trx.raw('quantity::text as quantity, reserved::text as reserved, incoming::text as incoming'));
-  const now = new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), stateOf(row)]));
-  const refusals = deltas.flatMap((delta) => refusal(delta, now.get(levelKey(delta)) ?? { quantity: 0n, reserved: 0n, incoming: 0n }) ?? []);
-  if (refusals.length === 0) throw new Error('changeStock: levels refused changes nothing refuses');
+/** The 409 (or, for records the account does not hold, UnresolvedReferences) of a statement stockroom_refuse stopped. */
+function refusalOf(detail: string, deltas: LevelDelta[]): Error {
+  const levels = JSON.parse(detail) as RefusedLevel[];
+  if (levels.some((level) => !level.known)) return new UnresolvedReferences();
+  const byKey = new Map(deltas.map((delta) => [levelKey(delta), delta]));
+  const refusals = levels.flatMap((level) => refusal(byKey.get(levelKey(level))!, stateOf(level)) ?? []);
+  if (refusals.length === 0) throw new Error('applyStock: the statement refused changes nothing refuses');
   return refused(refusals);
 }
 
-const deltaColumns = (deltas: LevelDelta[]) => [
-  deltas.map((delta) => delta.itemId), deltas.map((delta) => delta.locationId),
-  deltas.map((delta) => microsToText(delta.quantity)), deltas.map((delta) => microsToText(delta.reserved)),
-  deltas.map((delta) => microsToText(delta.incoming)), deltas.map((delta) => delta.takesAvailable),
-];
+// A level, a movement and a reservation as the API answers them (snapshot, toMovement, toReservation), built by the
+// statement for its events and its answer.
+const levelJson = (l: string) => `json_build_object('quantity', trim_scale(${l}.quantity), 'reserved', trim_scale(${l}.reserved),
+  'available', trim_scale(${l}.quantity - ${l}.reserved), 'incoming', trim_scale(${l}.incoming), 'oversold', ${l}.quantity < ${l}.reserved)`;
+const movementJson = (m: string, more = '') => `json_build_object('id', ${m}.id, 'itemId', ${m}.item_id, 'locationId', ${m}.location_id,
+  'quantity', trim_scale(${m}.quantity), 'type', ${m}.type, 'reason', ${m}.reason,
+  'source', json_build_object('type', ${m}.source_type, 'id', ${m}.source_id), 'createdBy', ${m}.created_by, 'createdAt', ${isoTimestampSql(`${m}.created_at`)}${more})`;
+const reservationJson = (r: string, more = '') => `json_build_object('id', ${r}.id, 'itemId', ${r}.item_id, 'locationId', ${r}.location_id,
+  'quantity', trim_scale(${r}.quantity), 'status', ${r}.status,
+  'source', case when ${r}.source_type = 'sales_order'
+    then json_build_object('type', 'sales_order', 'id', ${r}.sales_order_id, 'lineItemId', ${r}.sales_order_line_id)
+    else json_build_object('type', 'manual') end,
+  'reference', ${r}.reference, 'expiresAt', ${isoTimestampSql(`${r}.expires_at`)}, 'releaseReason', ${r}.release_reason,
+  'createdBy', ${r}.created_by, 'createdAt', ${isoTimestampSql(`${r}.created_at`)}, 'updatedAt', ${isoTimestampSql(`${r}.updated_at`)}${more})`;
 
-/** At most this many levels go through changeExisting's one statement; more take changeMany's two. */
-const EXISTING_AT_ONCE = 50;
-
-/**
- * The deltas (`d`, from unnest of deltaColumns) and their levels locked in the global order (`l`), whatever plan the
- * statement gets: an update joined to the deltas locks rows in the order its plan meets them, which changes with
- * the table's size and statistics, and two statements planned differently would deadlock. Every row the statement
- * updates comes through `l`, which locks it first.
- */
-const LOCKED_DELTAS = `d as (
-    select * from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[], ?::boolean[]) as d(item_id, location_id, dq, dr, di, takes)
-  ), l as (
-    select s.id from stock_levels s join d on s.item_id = d.item_id and s.location_id = d.location_id
-    where s.account_id = ?::uuid order by s.item_id, s.location_id for update of s
-  )`;
-
-/** The update of the levels in `l` by `d`, each only if every check holds. */
-const UPDATE_LOCKED = `update stock_levels s set quantity = s.quantity + d.dq, reserved = s.reserved + d.dr,
-    incoming = greatest(s.incoming + d.di, 0), updated_at = now()
-  from l, d
-  where s.id = l.id and s.item_id = d.item_id and s.location_id = d.location_id and ${ACCEPTED}
-  returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`;
-
-/**
- * A few levels that must all exist already (nothing is added to them: removals, reservations and their release),
- * in one statement: each changes only if every check holds. A level missing from the answer was refused: the 409
- * says why, after reading them.
- */
-async function changeExisting(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<Map<string, LevelRow>> {
-  const { rows } = await trx.raw<{ rows: LevelRow[] }>(`with ${LOCKED_DELTAS} ${UPDATE_LOCKED}`, [...deltaColumns(deltas), accountId] as Knex.Value[]);
-  if (rows.length < deltas.length) throw await explainRefusals(trx, accountId, deltas);
-  return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row]));
-}
-
-/**
- * Reservations alone, on levels that exist: the levels and the reservation rows in one statement (a create of a
- * reserving sales order spends its time in round trips). The rows are inserted only if every level passed.
- */
-async function reserveExisting(trx: Knex.Transaction, op: StockOperation, deltas: LevelDelta[]): Promise<{ levels: Map<string, LevelRow>; reserved: ReservationRow[] }> {
-  const reserve = op.reserve!;
-  const { rows } = await trx.raw<{ rows: Array<ReservationRow & { level_quantity: number; level_reserved: number; level_incoming: number }> }>(
-    `with ${LOCKED_DELTAS}, lv as (${UPDATE_LOCKED}), rs as (
-       insert into reservations (account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
-         reference, expires_at, created_by)
-       select ?::uuid, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference,
-         r.expires_at, ?::uuid
-       from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::text[], ?::uuid[], ?::uuid[], ?::text[], ?::timestamptz[]) with ordinality
-         as r(item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id, reference, expires_at, n)
-       where (select count(*) from lv) = ?
-       order by r.n
-       returning *
-     )
-     select rs.*, lv.quantity as level_quantity, lv.reserved as level_reserved, lv.incoming as level_incoming
-     from rs join lv using (item_id, location_id)`,
-    [
-      ...deltaColumns(deltas), op.accountId, op.accountId, op.userId,
-      reserve.map((r) => r.itemId), reserve.map((r) => r.locationId), reserve.map((r) => String(r.quantity)),
-      reserve.map((r) => r.source.type), reserve.map((r) => (r.source.type === 'sales_order' ? r.source.id : null)),
-      reserve.map((r) => (r.source.type === 'sales_order' ? r.source.lineItemId : null)),
-      reserve.map((r) => r.reference ?? null), reserve.map((r) => r.expiresAt ?? null), deltas.length,
-    ] as Knex.Value[],
-  );
-  if (rows.length < reserve.length) throw await explainRefusals(trx, op.accountId, deltas);
-  // In the order asked for: a sales order's lines, say.
-  const position = (row: ReservationRow) => reserve.findIndex((r) => r.itemId === row.item_id && r.locationId === row.location_id
-    && (r.source.type === 'manual' || r.source.lineItemId === row.sales_order_line_id));
-  rows.sort((a, b) => position(a) - position(b));
-  const levels = new Map<string, LevelRow>();
-  const reserved = rows.map(({ level_quantity: quantity, level_reserved: reservedNow, level_incoming: incoming, ...row }) => {
-    levels.set(levelKey({ itemId: row.item_id, locationId: row.location_id }), { item_id: row.item_id, location_id: row.location_id, quantity, reserved: reservedNow, incoming });
-    return row;
-  });
-  return { levels, reserved };
-}
 
 /**
  * Locks the levels of `keys` until the transaction ends, creating the missing ones at 0, in the global order, and
@@ -419,30 +333,6 @@ async function lockLevels(trx: Knex.Transaction, accountId: string, keys: Array<
     [accountId, unique.map((key) => key.itemId), unique.map((key) => key.locationId)] as Knex.Value[],
   );
   return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), stateOf(row)]));
-}
-
-/**
- * Several levels in two statements whatever their number: the first locks every level (creating the missing ones
- * at 0) in the global order and reads it exactly, so every refusal is known before anything moves; the second
- * changes them all. Levels created for a refused change only exist until the 409 rolls it back.
- */
-async function changeMany(trx: Knex.Transaction, accountId: string, deltas: LevelDelta[]): Promise<Map<string, LevelRow>> {
-  const now = await lockLevels(trx, accountId, deltas);
-  const refusals = deltas.flatMap((delta) => refusal(delta, now.get(levelKey(delta))!) ?? []);
-  if (refusals.length) throw refused(refusals);
-
-  const { rows } = await trx.raw<{ rows: LevelRow[] }>(
-    `update stock_levels s set quantity = s.quantity + c.dq, reserved = s.reserved + c.dr,
-       incoming = greatest(s.incoming + c.di, 0), updated_at = now()
-     from json_to_recordset(?::json) as c(item_id uuid, location_id uuid, dq numeric, dr numeric, di numeric)
-     where s.account_id = ?::uuid and s.item_id = c.item_id and s.location_id = c.location_id
-     returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming`,
-    [JSON.stringify(deltas.map((delta) => ({
-      item_id: delta.itemId, location_id: delta.locationId,
-      dq: microsToText(delta.quantity), dr: microsToText(delta.reserved), di: microsToText(delta.incoming),
-    }))), accountId],
-  );
-  return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row]));
 }
 
 /** The net change of every level an operation touches, summed exactly, in the global order (item, then location). */
@@ -478,7 +368,7 @@ function deltasOf(op: StockOperation): LevelDelta[] {
 
 /**
  * Open reservations of the account matching `where`, locked until the transaction ends, in id order: taken before
- * the levels they hold (changeStock's order), so that two operations on one reservation run one after the other.
+ * the levels they hold (applyStock's order), so that two operations on one reservation run one after the other.
  */
 export async function lockReservations(
   trx: Knex.Transaction,
@@ -490,141 +380,209 @@ export async function lockReservations(
   return query;
 }
 
-async function insertReservations(trx: Knex.Transaction, op: StockOperation): Promise<ReservationRow[]> {
-  if (!op.reserve?.length) return [];
-  return trx('reservations').insert(op.reserve.map((reservation) => ({
-    account_id: op.accountId,
-    item_id: reservation.itemId,
-    location_id: reservation.locationId,
-    quantity: String(reservation.quantity),
-    source_type: reservation.source.type,
-    sales_order_id: reservation.source.type === 'sales_order' ? reservation.source.id : null,
-    sales_order_line_id: reservation.source.type === 'sales_order' ? reservation.source.lineItemId : null,
-    reference: reservation.reference ?? null,
-    expires_at: reservation.expiresAt ?? null,
-    created_by: op.userId,
-  }))).returning('*');
+// --- The operation: one statement
+
+/** What a caller writes in its stock change's statement: its record, and the record's events. */
+export interface StockStatementExtension {
+  /**
+   * CTEs after the stock's (`name as (...)`). They may read `lv` (each level after the whole operation: item_id,
+   * location_id, quantity, reserved, incoming) and `refused`, and write only `where not exists (select 1 from refused)`.
+   */
+  ctes?: string[];
+  /** A select of the caller's events (`type` text, `data` json, `n` their order): recorded after the stock's. */
+  events?: string;
+  /** Jobs to enqueue with them. */
+  jobs?: JobSpec[];
+  /** The answer's further columns (`expression as name`), over the CTEs. */
+  columns?: string[];
 }
 
-/**
- * Closes reservations, wholly or in parts (a fulfilment may consume part of one and release the rest). A part
- * splits off as a closed reservation of its own, with the same source, the rest staying open under its id; the
- * last part of a reservation closed in full is the reservation itself, under its id.
- */
-async function closeReservations(trx: Knex.Transaction, closing: ClosingReservation[]): Promise<ReservationRow[]> {
-  if (closing.length === 0) return [];
-  const byRow = new Map<string, ClosingReservation[]>();
-  for (const entry of closing) byRow.set(entry.row.id, [...byRow.get(entry.row.id) ?? [], entry]);
-  const finals: ClosingReservation[] = [];
-  const splits: ClosingReservation[] = [];
-  const reduced: Array<{ id: string; quantity: string }> = [];
-  const sum = (entries: ClosingReservation[]) => entries.reduce((total, entry) => total + toMicros(entry.quantity), 0n);
-  for (const entries of byRow.values()) {
-    const whole = sum(entries) === toMicros(entries[0]!.row.quantity);
-    const parts = whole ? entries.slice(0, -1) : entries;
-    if (whole) finals.push(entries.at(-1)!);
-    splits.push(...parts);
-    if (parts.length) reduced.push({ id: entries[0]!.row.id, quantity: microsToText(sum(parts)) });
-  }
-  const closed: ReservationRow[] = [];
-  if (reduced.length) {
-    await trx.raw(
-      `update reservations r set quantity = r.quantity - c.quantity, updated_at = now()
-       from json_to_recordset(?::json) as c(id uuid, quantity numeric) where r.id = c.id and r.status = 'open'`,
-      [JSON.stringify(reduced)],
-    );
-  }
-  if (splits.length) {
-    closed.push(...await trx('reservations').insert(splits.map(({ row, quantity, as, reason }) => ({
-      account_id: row.account_id, item_id: row.item_id, location_id: row.location_id, quantity: String(quantity),
-      status: as, release_reason: reason, source_type: row.source_type, sales_order_id: row.sales_order_id,
-      sales_order_line_id: row.sales_order_line_id, reference: row.reference, expires_at: row.expires_at, created_by: row.created_by,
-    }))).returning('*') as ReservationRow[]);
-  }
-  if (finals.length) {
-    const { rows } = await trx.raw<{ rows: ReservationRow[] }>(
-      `update reservations r set status = c.status, release_reason = c.reason, updated_at = now()
-       from json_to_recordset(?::json) as c(id uuid, status text, reason text)
-       where r.id = c.id and r.status = 'open'
-       returning r.*`,
-      [JSON.stringify(finals.map((entry) => ({ id: entry.row.id, status: entry.as, reason: entry.reason })))],
-    );
-    closed.push(...rows);
-  }
-  return closed;
+export interface StockStatementOptions {
+  /**
+   * Check in the statement that the items and locations belong to the account, for a route that did not look them
+   * up first: UnresolvedReferences when one does not.
+   */
+  checkReferences?: boolean;
+  extend?: (statement: Statement) => StockStatementExtension;
 }
 
-// --- The operation
-
-/** The move's movements, in the order of its changes: one statement of column arrays, whatever their number. */
-async function insertMovements(trx: Knex.Transaction, op: StockOperation): Promise<MovementRow[]> {
-  const { move } = op;
-  if (!move?.changes.length) return [];
-  const column = <T>(value: (change: StockChange) => T) => move.changes.map(value);
-  const { rows } = await trx.raw<{ rows: MovementRow[] }>(
-    `insert into stock_movements (account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
-     select ?::uuid, ?::uuid, ?, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
-     from unnest(?::uuid[], ?::uuid[], ?::numeric[], ?::text[], ?::text[], ?::uuid[]) with ordinality
-       as m(item_id, location_id, quantity, reason, source_type, source_id, n)
-     order by m.n
-     returning *`,
-    [
-      op.accountId, op.userId, move.type, column((change) => change.itemId), column((change) => change.locationId),
-      column((change) => String(change.quantity)), column((change) => (change.reason === undefined ? move.reason : change.reason)),
-      column((change) => (change.source ?? move.source).type), column((change) => (change.source ?? move.source).id),
-    ] as Knex.Value[],
-  );
-  return rows;
-}
-
-/**
- * Applies the whole operation or, by throwing one 409 that names every refused level, none of it (the caller's
- * transaction rolls back). Items and locations must already be checked to belong to the account; reservations to
- * close must have been locked with lockReservations. Answers, beside what it did, its events (`stock.adjusted` for
- * every movement, `reservation.created` / `reservation.released` for every reservation made or closed, each with the
- * level after the whole operation) and the jobs that release reservations when they expire: the caller records
- * them in its transaction, with its own events (changeStock does it at once).
- */
-export async function applyStock(trx: Knex.Transaction, op: StockOperation): Promise<StockResult & { events: NewEvent[]; jobs: JobSpec[] }> {
-  const deltas = deltasOf(op);
-  // A level a batch takes out of its range on the way (and back) is checked step by step, on the levels as read.
-  const inOrder = deltas.some((delta) => delta.low < (delta.quantity < 0n ? delta.quantity : 0n) || delta.high > (delta.quantity > 0n ? delta.quantity : 0n));
-  const existing = !inOrder && deltas.length > 1 && deltas.length <= EXISTING_AT_ONCE && deltas.every((delta) => delta.quantity <= 0n && delta.incoming <= 0n);
-  const reservesOnly = existing && !op.move && !op.close?.length && !op.expect?.length && Boolean(op.reserve?.length);
-  const reservedHere = reservesOnly ? await reserveExisting(trx, op, deltas) : undefined;
-  const levels = reservedHere?.levels ?? (deltas.length === 0 ? new Map<string, LevelRow>()
-    : deltas.length === 1 && !inOrder ? await changeOne(trx, op.accountId, deltas[0]!)
-      : existing ? await changeExisting(trx, op.accountId, deltas) : await changeMany(trx, op.accountId, deltas));
-  const level = (itemId: string, locationId: string) => snapshot(levels.get(levelKey({ itemId, locationId }))!);
-
-  const movements = (await insertMovements(trx, op)).map((row) => ({ movement: toMovement(row), level: level(row.item_id, row.location_id) }));
-  const reserved = (reservedHere?.reserved ?? await insertReservations(trx, op)).map(toReservation);
-  const closed = (await closeReservations(trx, op.close ?? [])).map(toReservation);
-
-  const events: NewEvent[] = [
-    ...movements.map(({ movement, level: after }) => ({ type: 'stock.adjusted' as const, data: { ...movement, stockLevel: after } })),
-    ...reserved.map((reservation) => ({ type: 'reservation.created' as const, data: { ...reservation, stockLevel: level(reservation.itemId, reservation.locationId) } })),
-    ...closed.map((reservation) => ({
-      type: 'reservation.released' as const,
-      data: { ...reservation, reason: reservation.releaseReason, stockLevel: level(reservation.itemId, reservation.locationId) },
-    })),
+/** The stock's CTEs of the statement (see applyStock), with the caller's after them; `sev` the events' rows. */
+function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], options: StockStatementOptions): { ctes: string[]; columns: string[] } {
+  const a = q.param(op.accountId, 'uuid');
+  const u = q.param(op.userId, 'uuid');
+  const changes = op.move?.changes ?? [];
+  const reserve = (op.reserve ?? []).map((reservation) => ({ ...reservation, id: randomUUID() }));
+  const { updates, splits } = closing(op.close ?? []);
+  const known = options.checkReferences
+    ? `exists (select 1 from items x where x.account_id = ${a} and x.id = d.item_id)
+       and exists (select 1 from locations x where x.account_id = ${a} and x.id = d.location_id)`
+    : 'true';
+  const movementIds = q.column(changes, () => randomUUID(), 'uuid');
+  const reservationIds = q.column(reserve, (reservation) => reservation.id, 'uuid');
+  const splitIds = q.column(splits, () => randomUUID(), 'uuid');
+  const finalIds = q.column(updates.filter((update) => update.status), (update) => update.id, 'uuid');
+  const ctes = [
+    `d as (select * from unnest(${q.column(deltas, (delta) => delta.itemId, 'uuid')}, ${q.column(deltas, (delta) => delta.locationId, 'uuid')},
+       ${q.column(deltas, (delta) => microsToText(delta.quantity), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.low), 'numeric')},
+       ${q.column(deltas, (delta) => microsToText(delta.high), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.reserved), 'numeric')},
+       ${q.column(deltas, (delta) => microsToText(delta.incoming), 'numeric')}, ${q.column(deltas, (delta) => delta.takesAvailable, 'boolean')})
+       as d(item_id, location_id, dq, lo, hi, dr, di, takes))`,
+    // Every existing level locked in the global order before anything moves (an InitPlan of lv's, below), read as it is.
+    `lk as materialized (select s.item_id, s.location_id, s.quantity, s.reserved, s.incoming from stock_levels s
+       join d on s.item_id = d.item_id and s.location_id = d.location_id
+       where s.account_id = ${a} order by s.item_id, s.location_id for update of s)`,
+    `st as (select d.*, coalesce(lk.quantity, 0) as q, coalesce(lk.reserved, 0) as r, coalesce(lk.incoming, 0) as i, ${known} as known
+       from d left join lk on lk.item_id = d.item_id and lk.location_id = d.location_id)`,
+    `refused as (select * from st where not known or not (${ACCEPTED}))`,
+    // Created at what they change by when missing (only additions pass the checks there; a level created meanwhile
+    // by another is changed instead, and its constraints keep it in range).
+    `lv as (insert into stock_levels as s (account_id, item_id, location_id, quantity, reserved, incoming)
+       select ${a}, d.item_id, d.location_id, greatest(d.dq, 0), greatest(d.dr, 0), greatest(d.di, 0) from d
+       where not exists (select 1 from refused) order by d.item_id, d.location_id
+       on conflict (account_id, item_id, location_id) do update set (quantity, reserved, incoming, updated_at) = (
+         select s.quantity + d.dq, s.reserved + d.dr, greatest(s.incoming + d.di, 0), now()
+         from d where d.item_id = excluded.item_id and d.location_id = excluded.location_id)
+       returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming)`,
+    `mv as (insert into stock_movements (id, account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
+       select m.id, ${a}, ${u}, ${q.param(op.move?.type ?? 'adjustment', 'text')}, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
+       from unnest(${movementIds}, ${q.column(changes, (change) => change.itemId, 'uuid')}, ${q.column(changes, (change) => change.locationId, 'uuid')},
+         ${q.column(changes, (change) => String(change.quantity), 'numeric')},
+         ${q.column(changes, (change) => (change.reason === undefined ? op.move!.reason : change.reason), 'text')},
+         ${q.column(changes, (change) => (change.source ?? op.move!.source).type, 'text')},
+         ${q.column(changes, (change) => (change.source ?? op.move!.source).id, 'uuid')}) with ordinality
+         as m(id, item_id, location_id, quantity, reason, source_type, source_id, n)
+       where not exists (select 1 from refused) order by m.n
+       returning *)`,
+    `mj as (select x.n, m.* from mv m join unnest(${movementIds}) with ordinality as x(id, n) on x.id = m.id)`,
+    `rs as (insert into reservations (id, account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
+         reference, expires_at, created_by)
+       select r.id, ${a}, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference, r.expires_at, ${u}
+       from unnest(${reservationIds}, ${q.column(reserve, (r) => r.itemId, 'uuid')}, ${q.column(reserve, (r) => r.locationId, 'uuid')},
+         ${q.column(reserve, (r) => String(r.quantity), 'numeric')}, ${q.column(reserve, (r) => r.source.type, 'text')},
+         ${q.column(reserve, (r) => (r.source.type === 'sales_order' ? r.source.id : null), 'uuid')},
+         ${q.column(reserve, (r) => (r.source.type === 'sales_order' ? r.source.lineItemId : null), 'uuid')},
+         ${q.column(reserve, (r) => r.reference ?? null, 'text')}, ${q.column(reserve, (r) => r.expiresAt ?? null, 'timestamptz')})
+         as r(id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id, reference, expires_at)
+       where not exists (select 1 from refused)
+       returning *)`,
+    // A reservation closed in parts: each part but the last splits off as a closed reservation of its own (cs), the
+    // rest staying open under its id; the last part of one closed in full is the reservation itself (cu).
+    `cu as (update reservations r set quantity = r.quantity - c.reduce, status = coalesce(c.status, r.status),
+         release_reason = coalesce(c.reason, r.release_reason), updated_at = now()
+       from unnest(${q.column(updates, (update) => update.id, 'uuid')}, ${q.column(updates, (update) => microsToText(update.reduce), 'numeric')},
+         ${q.column(updates, (update) => update.status, 'text')}, ${q.column(updates, (update) => update.reason, 'text')}) as c(id, reduce, status, reason)
+       where r.id = c.id and r.status = 'open' and not exists (select 1 from refused)
+       returning r.*)`,
+    `cs as (insert into reservations (id, account_id, item_id, location_id, quantity, status, release_reason, source_type, sales_order_id,
+         sales_order_line_id, reference, expires_at, created_by)
+       select c.id, r.account_id, r.item_id, r.location_id, c.quantity, c.status, c.reason, r.source_type, r.sales_order_id,
+         r.sales_order_line_id, r.reference, r.expires_at, r.created_by
+       from unnest(${splitIds}, ${q.column(splits, (split) => split.row.id, 'uuid')}, ${q.column(splits, (split) => String(split.quantity), 'numeric')},
+         ${q.column(splits, (split) => split.as, 'text')}, ${q.column(splits, (split) => split.reason, 'text')}) as c(id, of, quantity, status, reason)
+       join reservations r on r.id = c.of
+       where not exists (select 1 from refused)
+       returning *)`,
+    `rj as (select 1 as g, x.n, r.* from rs r join unnest(${reservationIds}) with ordinality as x(id, n) on x.id = r.id)`,
+    `cj as (select 1 as g, x.n, r.* from cs r join unnest(${splitIds}) with ordinality as x(id, n) on x.id = r.id
+       union all
+       select 2, x.n, r.* from cu r join unnest(${finalIds}) with ordinality as x(id, n) on x.id = r.id)`,
   ];
-  const jobs = reserved.flatMap((reservation) => (reservation.expiresAt ? [expiryJob(reservation.id, reservation.expiresAt)] : []));
-  return { movements, reserved, closed, level, events, jobs };
+  const extension = options.extend?.(q);
+  ctes.push(...extension?.ctes ?? []);
+  const level = `(select ${levelJson('l')} from lv l where l.item_id = y.item_id and l.location_id = y.location_id)`;
+  ctes.push(`sev as (select y.type, y.data, row_number() over (order by y.g, y.k, y.n) as n from (
+      select 1 as g, 1 as k, y.n, 'stock.adjusted' as type, ${movementJson('y', `, 'stockLevel', ${level}`)} as data from mj y
+      union all
+      select 2, y.g, y.n, 'reservation.created', ${reservationJson('y', `, 'stockLevel', ${level}`)} from rj y
+      union all
+      select 3, y.g, y.n, 'reservation.released', ${reservationJson('y', `, 'reason', y.release_reason, 'stockLevel', ${level}`)} from cj y
+      ${extension?.events ? `union all select 4, 1, x.n, x.type, x.data from (${extension.events}) x where not exists (select 1 from refused)` : ''}
+    ) y)`);
+  const jobs = [
+    ...reserve.flatMap((reservation) => (reservation.expiresAt ? [expiryJob(reservation.id, reservation.expiresAt)] : [])),
+    ...extension?.jobs ?? [],
+  ];
+  return { ctes: [...ctes, eventCtes(q, op.accountId, 'select type, data, n from sev', jobs)], columns: extension?.columns ?? [] };
 }
 
-/** applyStock, its events and jobs recorded at once. */
-export async function changeStock(trx: Knex.Transaction, op: StockOperation): Promise<StockResult> {
-  const { events, jobs, ...result } = await applyStock(trx, op);
-  await recordEvents(trx, op.accountId, events, jobs);
-  return result;
+/** The closes of reservations as one update per reservation (`reduce` by its split parts, `status` when closed in full) and the splits. */
+function closing(closes: ClosingReservation[]) {
+  const byRow = new Map<string, ClosingReservation[]>();
+  for (const entry of closes) byRow.set(entry.row.id, [...byRow.get(entry.row.id) ?? [], entry]);
+  const updates: Array<{ id: string; reduce: bigint; status: string | null; reason: string | null }> = [];
+  const splits: ClosingReservation[] = [];
+  for (const entries of byRow.values()) {
+    const whole = entries.reduce((total, entry) => total + toMicros(entry.quantity), 0n) === toMicros(entries[0]!.row.quantity);
+    const parts = whole ? entries.slice(0, -1) : entries;
+    const last = whole ? entries.at(-1)! : undefined;
+    splits.push(...parts);
+    updates.push({
+      id: entries[0]!.row.id, reduce: parts.reduce((total, entry) => total + toMicros(entry.quantity), 0n),
+      status: last?.as ?? null, reason: last?.reason ?? null,
+    });
+  }
+  return { updates, splits };
 }
 
-/** The one way stock moves (a thin form of changeStock for operations that only move stock). */
-export async function moveStock(trx: Knex.Transaction, op: { accountId: string; userId: string } & StockMove): Promise<AppliedMovement[]> {
+interface StockAnswer {
+  levels: Array<{ itemId: string; locationId: string; level: LevelSnapshot }> | null;
+  movements: MovementRecord[] | null;
+  reserved: ReservationRecord[] | null;
+  closed: ReservationRecord[] | null;
+}
+
+/**
+ * Applies the whole operation in one statement, or none of it: the levels it touches locked in the global order
+ * (item, then location) and checked, then changed; its movements, the reservations it makes and closes, its events
+ * (`stock.adjusted` for every movement, `reservation.created` / `reservation.released` for every reservation made or
+ * closed, each with the level after the whole operation, then the caller's) and their jobs. A refused level stops
+ * the statement, which then answers one 409 naming every refused level. On `db` alone the statement is its own
+ * transaction; in a caller's transaction, reservations to close must have been locked with lockReservations.
+ * `extend` adds the caller's record to the same statement; its columns come back as `row`.
+ */
+export async function applyStock<Row = Record<string, never>>(
+  db: Knex,
+  op: StockOperation,
+  options: StockStatementOptions = {},
+): Promise<StockResult & { row: Row }> {
+  const deltas = deltasOf(op);
+  // What cannot be an id is no record of the account's either (and would stop the statement as a cast error).
+  if (options.checkReferences && !deltas.every((delta) => isUuid(delta.itemId) && isUuid(delta.locationId))) throw new UnresolvedReferences();
+  const q = new Statement();
+  const { ctes, columns } = stockCtes(q, op, deltas, options);
+  const text = `with ${ctes.join(',\n')}
+    select (select stockroom_refuse(jsonb_agg(jsonb_build_object('itemId', item_id, 'locationId', location_id, 'quantity', q::text,
+        'reserved', r::text, 'incoming', i::text, 'known', known))) from refused having count(*) > 0) as refused,
+      (select json_agg(json_build_object('itemId', l.item_id, 'locationId', l.location_id, 'level', ${levelJson('l')})) from lv l) as levels,
+      (select json_agg(${movementJson('y')} order by y.n) from mj y) as movements,
+      (select json_agg(${reservationJson('y')} order by y.n) from rj y) as reserved,
+      (select json_agg(${reservationJson('y')} order by y.g, y.n) from cj y) as closed,
+      (select jobs from j) as jobs${columns.map((column) => `,\n      ${column}`).join('')}`;
+  let answer: StockAnswer & Row;
+  try {
+    [answer] = await runStatement<StockAnswer & Row>(db, q, text) as [StockAnswer & Row];
+  } catch (error) {
+    if ((error as { code?: string }).code === 'SR409') throw refusalOf((error as { detail: string }).detail, deltas);
+    throw error;
+  }
+  const { levels, movements, reserved, closed, ...row } = answer;
+  const after = new Map((levels ?? []).map((entry) => [levelKey(entry), entry.level]));
+  const level = (itemId: string, locationId: string) => after.get(levelKey({ itemId, locationId }))!;
+  return {
+    movements: (movements ?? []).map((movement) => ({ movement, level: level(movement.itemId, movement.locationId) })),
+    reserved: reserved ?? [],
+    closed: closed ?? [],
+    level,
+    row: row as unknown as Row,
+  };
+}
+
+/** The one way stock moves (applyStock for operations that only move stock). */
+export async function moveStock(db: Knex, op: { accountId: string; userId: string } & StockMove, options?: StockStatementOptions): Promise<AppliedMovement[]> {
   const { accountId, userId, ...move } = op;
-  return (await changeStock(trx, { accountId, userId, move })).movements;
+  return (await applyStock(db, { accountId, userId, move }, options)).movements;
 }
+
 
 export interface CountLine {
   itemId: string;
@@ -667,7 +625,7 @@ export async function countStock(
       : `The count is stale: ${stale.length} lines no longer hold their expectedQuantity; nothing was changed (see \`stale\`)`, { stale });
   }
   const differences = op.lines.map((line) => toMicros(line.counted) - before(line).quantity);
-  const result = await changeStock(trx, {
+  const result = await applyStock(trx, {
     accountId: op.accountId, userId: op.userId,
     move: {
       type: 'count', reason: op.reason, source: op.source,

@@ -3,7 +3,7 @@
 // locked and released only while it is open and due.
 import type { Task } from 'graphile-worker';
 import type { Knex } from 'knex';
-import { changeStock, lockReservations } from '../db/stock.ts';
+import { applyStock, lockReservations } from '../db/stock.ts';
 import { isUuid } from '../shared/guards.ts';
 import { isExpireReservationPayload } from '../shared/stock.ts';
 
@@ -18,7 +18,7 @@ export function makeExpireReservation(db: Knex): Task {
       if (!found) return;
       const [row] = await lockReservations(trx, found.account_id, (query) => query.where('id', payload.reservationId).where('expires_at', '<=', trx.fn.now()));
       if (!row) return;
-      await changeStock(trx, { accountId: row.account_id, userId: row.created_by, close: [{ row, quantity: row.quantity, as: 'released', reason: 'expired' }] });
+      await applyStock(trx, { accountId: row.account_id, userId: row.created_by, close: [{ row, quantity: row.quantity, as: 'released', reason: 'expired' }] });
     });
   };
 }

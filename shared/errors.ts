@@ -24,6 +24,17 @@ export class ApiError extends Error {
 /** Problems a 400 names at most; the rest are counted. A hostile body can have a million. */
 export const MAX_PROBLEMS = 100;
 
+/**
+ * A write that checked itself that the records it names belong to the account, and found one that does not: the
+ * route looks them up (its `resolve`) to name each in a 400.
+ */
+export class UnresolvedReferences extends ApiError {
+  constructor() {
+    // What answers when the lookup then finds them all (they changed in between).
+    super(409, 'A record this request names changed while it ran; retry it');
+  }
+}
+
 export class ValidationError extends ApiError {
   readonly errors: Problem[];
 

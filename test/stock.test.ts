@@ -1,4 +1,5 @@
 import test from 'ava';
+import pg from 'pg';
 import { moveStock } from '../db/stock.ts';
 import { ConflictError } from '../shared/errors.ts';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
@@ -32,6 +33,40 @@ const ledgerMismatches = (accountId: string) => mismatches(h.db, accountId);
 
 const adjust = (s: Setup, quantity: number, extra: Record<string, unknown> = {}) =>
   s.api.post('/stock-adjustments', { itemId: s.itemId, locationId: s.mainId, quantity, reason: 'cycle count', ...extra });
+
+/** The statements the app sends while `run` runs, but those of the key lookup and the rate limit. */
+async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
+  const texts: string[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+    texts.push(typeof config === 'string' ? config : (config as { text: string }).text);
+    return (query as (...args: unknown[]) => unknown).call(this, config, ...rest);
+  } as typeof query;
+  try {
+    await run();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return texts.filter((text) => !/api_keys|rate_limits/.test(text));
+}
+
+// Serial: nothing else runs in this process meanwhile, so every statement seen is the request's.
+test.serial('an adjustment and a transfer are each one statement: no BEGIN or COMMIT, the record written with its move', async (t) => {
+  const s = await setup();
+  t.is((await adjust(s, 5)).status, 201);
+  const adjustment = await statementsOf(async () => t.is((await adjust(s, -2)).status, 201));
+  t.is(adjustment.length, 1, adjustment.join('\n---\n'));
+  t.regex(adjustment[0]!, /insert into stock_levels[\s\S]*insert into stock_movements[\s\S]*insert into stock_adjustments[\s\S]*insert into events/);
+  const transfer = await statementsOf(async () => t.is((await s.api.post('/stock-transfers', {
+    itemId: s.itemId, fromLocationId: s.mainId, toLocationId: s.backId, quantity: 1,
+  })).status, 201));
+  t.is(transfer.length, 1, transfer.join('\n---\n'));
+  t.regex(transfer[0]!, /insert into stock_transfers/);
+  // Refused: the same one statement, and the 409 names the level as it stood under its lock.
+  const refused = await statementsOf(async () => t.like((await adjust(s, -100)).body, { available: 2, requested: 100 }));
+  t.is(refused.length, 1, refused.join('\n---\n'));
+  t.deepEqual(await footprint(s.accountId), { stock_movements: 4, stock_adjustments: 2, stock_transfers: 1, events: 5, jobs: 5 });
+});
 
 test('+10 then -3 leaves 7; the response carries the new level', async (t) => {
   const s = await setup();

@@ -20,6 +20,7 @@ import * as partialFlows from './012_partial_flows.ts';
 import * as stockCounts from './013_stock_counts.ts';
 import * as rateLimits from './014_rate_limits.ts';
 import * as eventRetention from './015_event_retention.ts';
+import * as oneStatementWrites from './016_one_statement_writes.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '013_stock_counts': stockCounts,
   '014_rate_limits': rateLimits,
   '015_event_retention': eventRetention,
+  '016_one_statement_writes': oneStatementWrites,
 };
 
 /** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */

@@ -8,7 +8,7 @@ import { isRecord } from '../../shared/guards.ts';
 import type { Config } from '../../shared/config.ts';
 import type { ResolveHost } from '../../shared/webhook-urls.ts';
 import type { AppContext, AppState } from './context.ts';
-import { formatPath, MAX_PROBLEMS, ValidationError, type Problem } from '../../shared/errors.ts';
+import { formatPath, MAX_PROBLEMS, UnresolvedReferences, ValidationError, type Problem } from '../../shared/errors.ts';
 import { problemsOf } from './errors.ts';
 import { object, volumeProblems, type AnyStruct, type Struct } from './schema.ts';
 
@@ -66,6 +66,12 @@ export interface RouteSpec<Q, B, R = undefined> {
    * together; a path the struct already named is not named twice. What it found reaches the handler as `resolved`.
    */
   resolve?: (input: RouteDeps & { body: unknown; auth: ApiKeyIdentity; params: Record<string, string> }) => Promise<Resolution<R>>;
+  /**
+   * The handler's own statement checks what `resolve` looks up (throwing UnresolvedReferences when a record is not
+   * the account's), so that a valid request costs no lookup of its own: `resolve` then runs only beside a body's
+   * shape problems, or to name what the handler found missing.
+   */
+  resolveOnRefusal?: boolean;
   handler: (input: RouteInput<Q, B, R>) => Promise<Reply>;
 }
 
@@ -117,11 +123,20 @@ export function mountRoutes(router: Router<AppState>, routes: AnyRoute[], deps: 
       const query = check(spec.query ?? NO_QUERY, { ...ctx.query }, 'query', problems);
       const sent: unknown = ctx.request.body ?? {};
       const body = spec.body ? check(spec.body, sent, 'body', problems) : refuseBody(sent, problems);
-      const found = spec.resolve ? await spec.resolve({ ...deps, body: sent, auth, params: ctx.params }) : undefined;
-      const named = new Set(problems.map((problem) => problem.path));
-      for (const problem of found?.problems ?? []) if (!named.has(problem.path)) problems.push(problem);
+      const resolve = async () => {
+        const found = await spec.resolve!({ ...deps, body: sent, auth, params: ctx.params });
+        const named = new Set(problems.map((problem) => problem.path));
+        for (const problem of found.problems) if (!named.has(problem.path)) problems.push(problem);
+        return found;
+      };
+      const found = spec.resolve && (!spec.resolveOnRefusal || problems.length) ? await resolve() : undefined;
       if (problems.length) throw new ValidationError(problems);
-      const reply = await spec.handler({ ...deps, query, body, resolved: found?.resolved, params: ctx.params, auth, ctx: ctx as AppContext });
+      const reply = await spec.handler({ ...deps, query, body, resolved: found?.resolved, params: ctx.params, auth, ctx: ctx as AppContext })
+        .catch(async (error: unknown) => {
+          if (!(error instanceof UnresolvedReferences) || !spec.resolve) throw error;
+          await resolve();
+          throw problems.length ? new ValidationError(problems) : error;
+        });
       ctx.status = reply.status;
       ctx.body = reply.body;
       if (reply.replay !== undefined) ctx.state.replayBody = reply.replay;

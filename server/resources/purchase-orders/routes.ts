@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
 import { recordEvent } from '../../../db/events.ts';
-import { changeStock, OVERFLOW_CONFLICT } from '../../../db/stock.ts';
+import { applyStock, OVERFLOW_CONFLICT } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { lockOwned } from '../../framework/crud.ts';
@@ -62,7 +62,7 @@ async function transition(
   const receiptId = parts.length ? randomUUID() : undefined;
   const added = new Map(parts.map((part) => [part.line.id, toMicros(part.quantity)]));
   const at = (line: PurchaseOrderLineRow, quantity: bigint) => ({ itemId: line.item_id, locationId: row.location_id, quantity: fromMicros(quantity) });
-  await changeStock(trx, {
+  await applyStock(trx, {
     accountId: auth.accountId, userId: auth.userId,
     move: receiptId
       ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_receipt', id: receiptId }, changes: parts.map((part) => at(part.line, toMicros(part.quantity))) }

@@ -1,4 +1,4 @@
-import { changeStock, lockReservations, SHORTAGE_CONFLICT, toReservation } from '../../../db/stock.ts';
+import { applyStock, lockReservations, SHORTAGE_CONFLICT, toReservation } from '../../../db/stock.ts';
 import { ConflictError, NotFoundError } from '../../../shared/errors.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
@@ -25,7 +25,7 @@ export const reservationRoutes = [
     success: { status: 201, description: 'The reservation, open', schema: Reservation },
     errors: { 409: SHORTAGE_CONFLICT },
     handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
-      const { reserved: [reservation] } = await changeStock(trx, {
+      const { reserved: [reservation] } = await applyStock(trx, {
         accountId: auth.accountId, userId: auth.userId,
         reserve: [{ ...body, source: { type: 'manual' } }],
       });
@@ -48,7 +48,7 @@ export const reservationRoutes = [
           if (!found) throw new NotFoundError('Reservation');
           throw new ConflictError(`Cannot release a reservation that is ${found.status}`, { status: found.status });
         }
-        await changeStock(trx, { accountId: auth.accountId, userId: auth.userId, close: [{ row, quantity: row.quantity, as: 'released', reason: 'deleted' }] });
+        await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, close: [{ row, quantity: row.quantity, as: 'released', reason: 'deleted' }] });
       });
       return noContent();
     },

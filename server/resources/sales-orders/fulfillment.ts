@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
-import { changeStock, lockReservations, type ClosingReservation, type ReservationRow } from '../../../db/stock.ts';
+import { applyStock, lockReservations, type ClosingReservation, type ReservationRow } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { completion, insertPartRecord, lineParts, type LinePart, type PartsSpec } from '../../framework/line-parts.ts';
 import { FULFILLMENT_TABLES, type SalesOrderLineRow, type SalesOrderWithLines } from './queries.ts';
@@ -58,7 +58,7 @@ export async function fulfil(
   const parts = lineParts(order.lines, request.lines, FULFILLMENT_PARTS);
   const id = randomUUID();
   const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
-  await changeStock(trx, {
+  await applyStock(trx, {
     accountId: auth.accountId, userId: auth.userId,
     move: {
       type: 'sales_fulfillment', reason: `Sales order ${order.sales_order_number}`, source: { type: 'sales_fulfillment', id },

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import { recordEvents } from '../../../db/events.ts';
 import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { ConflictError } from '../../../shared/errors.ts';
-import type { JobSpec, NewEvent } from '../../../shared/events.ts';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import { listPartRecords, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
@@ -216,21 +215,20 @@ export async function insertLines(trx: Knex.Transaction, accountId: string, orde
   return lineRows.map((line) => ({ ...line, quantity_reserved: 0 }));
 }
 
-/** The order's row and its `sales_order.created` event, recorded with `also` (the events and jobs of what the create did). */
+/** The order's row and its `sales_order.created` event. */
 export async function insertOrder(
   trx: Knex.Transaction,
   accountId: string,
   orderId: string,
   order: NewSalesOrder,
   lines: SalesOrderLineRow[],
-  also: { events: NewEvent[]; jobs: JobSpec[] } = { events: [], jobs: [] },
 ): Promise<SalesOrderWithLines> {
   const draft = toSalesOrder({
     id: orderId, account_id: accountId, sales_order_number: blank(orderId, 'salesOrderNumber'), integration_source_id: order.integrationSourceId ?? null,
     customer_id: order.customerId, status: 'open', total: order.total, fulfilled_location_id: null,
     created_at: blank(orderId, 'createdAt'), updated_at: blank(orderId, 'updatedAt'), lines, fulfillments: [],
   });
-  const [event] = await recordEvents(trx, accountId, [{ type: 'sales_order.created', data: draft }, ...also.events], also.jobs);
+  const [event] = await recordEvents(trx, accountId, [{ type: 'sales_order.created', data: draft }]);
   return { ...await insertOrderRow(trx, accountId, orderId, order, event!.id), lines, fulfillments: [] };
 }
 

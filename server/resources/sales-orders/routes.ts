@@ -10,7 +10,7 @@ import { checkOrderLines } from '../../framework/line-parts.ts';
 import { childListRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { allowedMove, describeOperation, eventOf, settle } from '../../framework/transitions.ts';
-import { applyStock, changeStock, lockReservations, SHORTAGE_CONFLICT, type NewReservation } from '../../../db/stock.ts';
+import { applyStock, lockReservations, SHORTAGE_CONFLICT, type NewReservation } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { fulfil } from './fulfillment.ts';
 import { SALES_ORDER_EVENTS, SALES_ORDER_FACTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
@@ -66,7 +66,7 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
         : undefined;
       return toSalesOrder(await insertOrder(trx, auth.accountId, id, {
         customerId: body.customerId, salesOrderNumber: body.salesOrderNumber, integrationSourceId: body.integrationSourceId, total,
-      }, reserving ? lineRows.map((line) => ({ ...line, quantity_reserved: line.quantity })) : lineRows, reserving));
+      }, reserving ? lineRows.map((line) => ({ ...line, quantity_reserved: line.quantity })) : lineRows));
     }));
   },
 });
@@ -165,7 +165,7 @@ const cancel = defineRoute({
   errors: { 404: 'No such sales order in this account', 409: illegalMove },
   handler: async ({ db, auth, params }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'cancel', async (order) => {
     const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
-    await changeStock(trx, {
+    await applyStock(trx, {
       accountId: auth.accountId, userId: auth.userId,
       close: held.map((row) => ({ row, quantity: row.quantity, as: 'released', reason: 'cancelled' })),
     });
@@ -183,7 +183,7 @@ const reserve = defineRoute({
   success: { status: 200, description: 'The order, each line with what it holds (`quantityReserved`)', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or a line is short there: ${SHORTAGE_CONFLICT}` },
   handler: async ({ db, auth, params, body }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'reserve', async (order) => {
-    await changeStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved(order, body.locationId) });
+    await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved(order, body.locationId) });
     return {};
   }))).order),
 });

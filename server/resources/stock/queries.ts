@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
-import { findOwned, insertOwned, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
+import type { ApiKeyIdentity } from '../../../db/accounts.ts';
+import { rowsJson, type Statement } from '../../../db/statement.ts';
+import { findOwned, listOwned, whereId, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
-import { snapshot, type MovementRow } from '../../../db/stock.ts';
-import type { LevelSnapshot } from '../../../shared/stock.ts';
+import { snapshot, type MovementRow, type StockStatementExtension } from '../../../db/stock.ts';
 import type {
-  StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery, StockMovementListQuery, StockTransfer,
+  CreateStockAdjustment, CreateStockTransfer, StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery, StockMovementListQuery, StockTransfer,
   StockTransferListQuery,
 } from './schema.ts';
 
@@ -45,15 +46,6 @@ export interface TransferRow extends OwnedRow {
 export function toStockLevel(row: StockLevelRow): StockLevel {
   return { itemId: row.item_id, locationId: row.location_id, ...snapshot(row), updatedAt: row.updated_at };
 }
-
-/** A level snapshot as a record's columns: `<prefix>level_after`, `<prefix>reserved_after`, `<prefix>incoming_after`. */
-const snapshotColumns = (level: LevelSnapshot, prefix = '') => ({
-  [`${prefix}level_after`]: String(level.quantity),
-  [`${prefix}reserved_after`]: String(level.reserved),
-  [`${prefix}incoming_after`]: String(level.incoming),
-});
-
-type Written<Row> = Omit<Row, 'account_id' | 'created_at' | 'updated_at'>;
 
 export function toAdjustment(row: AdjustmentRow): StockAdjustment {
   return {
@@ -101,28 +93,23 @@ export function listStockMovements(db: Knex, accountId: string, filters: StockMo
   });
 }
 
-/** Adjustments, each with the level it left, in one statement whatever their number. */
-export async function insertAdjustments(
-  db: Knex,
-  accountId: string,
-  adjustments: Array<{ values: Omit<Written<AdjustmentRow>, 'level_after' | 'reserved_after' | 'incoming_after'>; level: LevelSnapshot }>,
-): Promise<AdjustmentRow[]> {
-  const column = <T>(value: (entry: (typeof adjustments)[number]) => T) => adjustments.map(value);
-  const { rows } = await db.raw<{ rows: AdjustmentRow[] }>(
-    `insert into stock_adjustments (account_id, id, item_id, location_id, quantity, reason, created_by, level_after, reserved_after, incoming_after)
-     select ?::uuid, a.id, a.item_id, a.location_id, a.quantity, a.reason, a.created_by, a.level_after, a.reserved_after, a.incoming_after
-     from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::numeric[], ?::text[], ?::uuid[], ?::numeric[], ?::numeric[], ?::numeric[]) with ordinality
-       as a(id, item_id, location_id, quantity, reason, created_by, level_after, reserved_after, incoming_after, n)
-     order by a.n
-     returning *`,
-    [
-      accountId, column((entry) => entry.values.id), column((entry) => entry.values.item_id), column((entry) => entry.values.location_id),
-      column((entry) => String(entry.values.quantity)), column((entry) => entry.values.reason), column((entry) => entry.values.created_by),
-      column((entry) => String(entry.level.quantity)), column((entry) => String(entry.level.reserved)), column((entry) => String(entry.level.incoming)),
-    ] as Knex.Value[],
-  );
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return adjustments.map((entry) => byId.get(entry.values.id)!);
+/**
+ * Adjustments (`ids[n]` for `rows[n]`), each with the level it left, in the statement of their move (applyStock):
+ * the level after the move (`lv`) less what the later rows of that level added.
+ */
+export function insertAdjustments(q: Statement, auth: ApiKeyIdentity, ids: string[], rows: CreateStockAdjustment[]): StockStatementExtension {
+  return {
+    ctes: [`ad as (insert into stock_adjustments (account_id, id, item_id, location_id, quantity, reason, created_by, level_after, reserved_after, incoming_after)
+      select ${q.param(auth.accountId, 'uuid')}, a.id, a.item_id, a.location_id, a.quantity, a.reason, ${q.param(auth.userId, 'uuid')},
+        l.quantity - coalesce(sum(a.quantity) over (partition by a.item_id, a.location_id order by a.n desc
+          rows between unbounded preceding and 1 preceding), 0), l.reserved, l.incoming
+      from unnest(${q.param(ids, 'uuid[]')}, ${q.column(rows, (row) => row.itemId, 'uuid')}, ${q.column(rows, (row) => row.locationId, 'uuid')},
+        ${q.column(rows, (row) => String(row.quantity), 'numeric')}, ${q.column(rows, (row) => row.reason, 'text')}) with ordinality
+        as a(id, item_id, location_id, quantity, reason, n)
+      join lv l on l.item_id = a.item_id and l.location_id = a.location_id
+      returning *)`],
+    columns: [`${rowsJson('ad', `array_position(${q.param(ids, 'uuid[]')}, x.id)`)} as adjustments`],
+  };
 }
 
 export const findAdjustment = (db: Knex, accountId: string, id: string) => findOwned<AdjustmentRow>(db, 'stock_adjustments', accountId, id);
@@ -134,15 +121,20 @@ export function listAdjustments(db: Knex, accountId: string, filters: StockAdjus
   });
 }
 
-export async function insertTransfer(
-  db: Knex,
-  accountId: string,
-  values: Pick<TransferRow, 'id' | 'item_id' | 'from_location_id' | 'to_location_id' | 'quantity' | 'reason' | 'created_by'>,
-  levels: { from: LevelSnapshot; to: LevelSnapshot },
-): Promise<TransferRow> {
-  return (await insertOwned<TransferRow>(db, 'stock_transfers', accountId, {
-    ...values, quantity: String(values.quantity), ...snapshotColumns(levels.from, 'from_'), ...snapshotColumns(levels.to, 'to_'),
-  }))!;
+/** The transfer `id`, with the levels it left, in the statement of its move (applyStock). */
+export function insertTransfer(q: Statement, auth: ApiKeyIdentity, id: string, body: CreateStockTransfer): StockStatementExtension {
+  return {
+    ctes: [`tr as (insert into stock_transfers (account_id, id, item_id, from_location_id, to_location_id, quantity, reason, created_by,
+        from_level_after, from_reserved_after, from_incoming_after, to_level_after, to_reserved_after, to_incoming_after)
+      select ${q.param(auth.accountId, 'uuid')}, ${q.param(id, 'uuid')}, f.item_id, f.location_id, t.location_id,
+        ${q.param(String(body.quantity), 'numeric')}, ${q.param(body.reason ?? null, 'text')}, ${q.param(auth.userId, 'uuid')},
+        f.quantity, f.reserved, f.incoming, t.quantity, t.reserved, t.incoming
+      from lv f, lv t
+      where f.item_id = ${q.param(body.itemId, 'uuid')} and f.location_id = ${q.param(body.fromLocationId, 'uuid')}
+        and t.item_id = f.item_id and t.location_id = ${q.param(body.toLocationId, 'uuid')}
+      returning *)`],
+    columns: [`${rowsJson('tr', 'x.id')} -> 0 as transfer`],
+  };
 }
 
 export const findTransfer = (db: Knex, accountId: string, id: string) => findOwned<TransferRow>(db, 'stock_transfers', accountId, id);

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
-import { fromMicros, toMicros } from '../../../shared/decimal.ts';
-import type { LevelSnapshot } from '../../../shared/stock.ts';
 import { checkReferences, resolveItemRows, type ItemRef } from '../../framework/references.ts';
 import { listRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute } from '../../framework/route.ts';
-import { moveStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT, snapshot, toMovement } from '../../../db/stock.ts';
+import { applyStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT, toMovement } from '../../../db/stock.ts';
 import {
   findAdjustment, findTransfer, insertAdjustments, insertTransfer, listAdjustments, listStockLevels, listStockMovements,
-  listTransfers, toAdjustment, toStockLevel, toTransfer, type AdjustmentRow,
+  listTransfers, toAdjustment, toStockLevel, toTransfer, type AdjustmentRow, type TransferRow,
 } from './queries.ts';
 import {
   CreateStockAdjustment, CreateStockAdjustmentBatch, CreateStockTransfer, MAX_BATCH_ROWS, StockAdjustmentBatch, StockAdjustment, StockAdjustmentListQuery, StockLevel, StockLevelListQuery,
@@ -22,30 +20,22 @@ const checkBatchLocations = checkReferences([{ table: 'locations', field: 'adjus
 
 /**
  * Adjustments in order, as one move (one movement each, a physical change: it may take reserved stock) and their
- * records, each with the level it left: the level after the whole move, less what later rows of that level added.
+ * records, each with the level it left (the level after the whole move, less what later rows of that level
+ * added), in one statement that also checks the items and locations are the account's.
  */
-async function adjust(trx: Knex.Transaction, auth: ApiKeyIdentity, rows: CreateStockAdjustment[]): Promise<AdjustmentRow[]> {
+async function adjust(db: Knex, auth: ApiKeyIdentity, rows: CreateStockAdjustment[]): Promise<AdjustmentRow[]> {
   const ids = rows.map(() => randomUUID());
-  const applied = await moveStock(trx, {
-    accountId: auth.accountId, userId: auth.userId, type: 'adjustment', reason: null, source: { type: 'stock_adjustment', id: ids[0]! },
-    changes: rows.map((row, index) => ({
-      itemId: row.itemId, locationId: row.locationId, quantity: row.quantity, physical: true, reason: row.reason,
-      source: { type: 'stock_adjustment' as const, id: ids[index]! },
-    })),
-  });
-  const later = new Map<string, bigint>();
-  const levels: LevelSnapshot[] = new Array(rows.length);
-  for (let index = rows.length - 1; index >= 0; index -= 1) {
-    const { level } = applied[index]!;
-    const key = `${rows[index]!.itemId}/${rows[index]!.locationId}`;
-    const after = later.get(key) ?? 0n;
-    levels[index] = snapshot({ quantity: fromMicros(toMicros(level.quantity) - after), reserved: level.reserved, incoming: level.incoming });
-    later.set(key, after + toMicros(rows[index]!.quantity));
-  }
-  return insertAdjustments(trx, auth.accountId, rows.map((row, index) => ({
-    values: { id: ids[index]!, item_id: row.itemId, location_id: row.locationId, quantity: row.quantity, reason: row.reason, created_by: auth.userId },
-    level: levels[index]!,
-  })));
+  const { row } = await applyStock<{ adjustments: AdjustmentRow[] }>(db, {
+    accountId: auth.accountId, userId: auth.userId,
+    move: {
+      type: 'adjustment', reason: null, source: { type: 'stock_adjustment', id: ids[0]! },
+      changes: rows.map((row, index) => ({
+        itemId: row.itemId, locationId: row.locationId, quantity: row.quantity, physical: true, reason: row.reason,
+        source: { type: 'stock_adjustment' as const, id: ids[index]! },
+      })),
+    },
+  }, { checkReferences: true, extend: (q) => insertAdjustments(q, auth, ids, rows) });
+  return row.adjustments;
 }
 
 const adjustments = readRoutes({
@@ -80,7 +70,8 @@ export const stockRoutes = [
     resolve: checkReferences([{ table: 'items', field: 'itemId' }, { table: 'locations', field: 'locationId' }]),
     success: { status: 201, description: 'The adjustment, with the level it left', schema: StockAdjustment },
     errors: { 409: insufficient },
-    handler: async ({ db, auth, body }) => created(toAdjustment((await db.transaction((trx) => adjust(trx, auth, [body])))[0]!)),
+    resolveOnRefusal: true,
+    handler: async ({ db, auth, body }) => created(toAdjustment((await adjust(db, auth, [body]))[0]!)),
   }),
   defineRoute<Record<string, never>, CreateStockAdjustmentBatch, Array<ItemRef | undefined>>({
     method: 'post', path: '/stock-adjustments/batch', operationId: 'createStockAdjustmentBatch', tag,
@@ -99,8 +90,7 @@ export const stockRoutes = [
     success: { status: 201, description: 'The adjustments, in the order sent', schema: StockAdjustmentBatch },
     errors: { 409: insufficient },
     handler: async ({ db, auth, body, resolved }) => created({
-      data: (await db.transaction((trx) => adjust(trx, auth, body.adjustments.map((row, index) => ({ ...row, itemId: resolved[index]!.id })))))
-        .map(toAdjustment),
+      data: (await adjust(db, auth, body.adjustments.map((row, index) => ({ ...row, itemId: resolved[index]!.id })))).map(toAdjustment),
     }),
   }),
   adjustments.list,
@@ -118,21 +108,21 @@ export const stockRoutes = [
     ]),
     success: { status: 201, description: 'The transfer, with the levels it left', schema: StockTransfer },
     errors: { 409: insufficient },
-    handler: async ({ db, auth, body }) => created(toTransfer(await db.transaction(async (trx) => {
+    resolveOnRefusal: true,
+    handler: async ({ db, auth, body }) => {
       const id = randomUUID();
-      const [from, to] = await moveStock(trx, {
-        accountId: auth.accountId, userId: auth.userId, type: 'transfer', reason: body.reason ?? null,
-        source: { type: 'stock_transfer', id },
-        changes: [
-          { itemId: body.itemId, locationId: body.fromLocationId, quantity: -body.quantity },
-          { itemId: body.itemId, locationId: body.toLocationId, quantity: body.quantity },
-        ],
-      });
-      return insertTransfer(trx, auth.accountId, {
-        id, item_id: body.itemId, from_location_id: body.fromLocationId, to_location_id: body.toLocationId,
-        quantity: body.quantity, reason: body.reason ?? null, created_by: auth.userId,
-      }, { from: from!.level, to: to!.level });
-    }))),
+      const { row } = await applyStock<{ transfer: TransferRow }>(db, {
+        accountId: auth.accountId, userId: auth.userId,
+        move: {
+          type: 'transfer', reason: body.reason ?? null, source: { type: 'stock_transfer', id },
+          changes: [
+            { itemId: body.itemId, locationId: body.fromLocationId, quantity: -body.quantity },
+            { itemId: body.itemId, locationId: body.toLocationId, quantity: body.quantity },
+          ],
+        },
+      }, { checkReferences: true, extend: (q) => insertTransfer(q, auth, id, body) });
+      return created(toTransfer(row.transfer));
+    },
   }),
   transfers.list,
   transfers.get,

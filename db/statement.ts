@@ -1,0 +1,57 @@
+// One statement, one round trip. The writes that run most (stock changes with their records, events and jobs) are
+// each one statement of data-modifying CTEs, sent straight through pg on the connection knex holds (the caller's
+// transaction, or a pooled connection where the statement is its own transaction) as a named prepared statement:
+// PostgreSQL parses and plans its text once per connection, not on every request.
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+import type pg from 'pg';
+import { isoTimestampSql } from './timestamps.ts';
+
+/** A statement's text with numbered parameters, built by appending: `param` places a value and answers `$n::type`. */
+export class Statement {
+  readonly values: unknown[] = [];
+
+  /** `$n::type` for `value`: one parameter per call, in the order of the calls (so a statement's text is stable). */
+  param(value: unknown, type: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${type}`;
+  }
+
+  /** One array parameter of `rows` mapped by `value`: what `unnest` takes apart again. */
+  column<T>(rows: readonly T[], value: (row: T) => unknown, type: string): string {
+    return this.param(rows.map(value), `${type}[]`);
+  }
+}
+
+// The names of the statements prepared so far, by text (texts are few: one per shape of a write, not per request).
+const names = new Map<string, string>();
+
+const nameOf = (text: string): string => {
+  let name = names.get(text);
+  if (!name) {
+    name = `stockroom_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
+    names.set(text, name);
+  }
+  return name;
+};
+
+/**
+ * Runs `text` with the statement's values on `db`'s connection: the transaction's when `db` is one, else a pooled
+ * connection on which it commits alone (one statement needs no BEGIN and COMMIT of its own).
+ */
+export async function runStatement<Row>(db: Knex, statement: Statement, text: string): Promise<Row[]> {
+  const connection = await db.client.acquireConnection() as pg.Client;
+  try {
+    const result = await connection.query<Row & pg.QueryResultRow>({ name: nameOf(text), text, values: statement.values });
+    return result.rows;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}
+
+/**
+ * A statement's rows of `from` (a CTE) as one JSON array in `order`, to come back in its answer beside other
+ * things: columns as pg hands them (numbers as numbers), `created_at` and `updated_at` as isoTimestamp writes them.
+ */
+export const rowsJson = (from: string, order: string): string => `(select coalesce(json_agg(to_jsonb(x) || jsonb_build_object(
+    'created_at', ${isoTimestampSql('x.created_at')}, 'updated_at', ${isoTimestampSql('x.updated_at')}) order by ${order}), '[]') from ${from} x)`;
