@@ -263,14 +263,6 @@ function refused(refusals: Array<Shortage | Overflow>): ConflictError {
   return new ConflictError(message, { ...first, overflows });
 }
 
-interface LevelRow {
-  item_id: string;
-  location_id: string;
-  quantity: number;
-  reserved: number;
-  incoming: number;
-}
-
 const levelNumbers = (state: LevelState) =>
   ({ quantity: fromMicros(state.quantity), reserved: fromMicros(state.reserved), incoming: fromMicros(state.incoming) });
 
@@ -482,7 +474,7 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
        join reservations r on r.id = c.of
        where not exists (select 1 from refused)
        returning *)`,
-    `rj as (select 1 as g, x.n, r.* from rs r join unnest(${reservationIds}) with ordinality as x(id, n) on x.id = r.id)`,
+    `rj as (select x.n, r.* from rs r join unnest(${reservationIds}) with ordinality as x(id, n) on x.id = r.id)`,
     `cj as (select 1 as g, x.n, r.* from cs r join unnest(${splitIds}) with ordinality as x(id, n) on x.id = r.id
        union all
        select 2, x.n, r.* from cu r join unnest(${finalIds}) with ordinality as x(id, n) on x.id = r.id)`,
@@ -493,7 +485,7 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
   ctes.push(`sev as (select y.type, y.data, row_number() over (order by y.g, y.k, y.n) as n from (
       select 1 as g, 1 as k, y.n, 'stock.adjusted' as type, ${movementJson('y', `, 'stockLevel', ${level}`)} as data from mj y
       union all
-      select 2, y.g, y.n, 'reservation.created', ${reservationJson('y', `, 'stockLevel', ${level}`)} from rj y
+      select 2, 1, y.n, 'reservation.created', ${reservationJson('y', `, 'stockLevel', ${level}`)} from rj y
       union all
       select 3, y.g, y.n, 'reservation.released', ${reservationJson('y', `, 'reason', y.release_reason, 'stockLevel', ${level}`)} from cj y
       ${extension?.events ? `union all select 4, 1, x.n, x.type, x.data from (${extension.events}) x where not exists (select 1 from refused)` : ''}
@@ -639,13 +631,4 @@ export async function countStock(
     difference: fromMicros(differences[index]!),
     level: differences[index] === 0n ? snapshot(levelNumbers(before(line))) : result.level(line.itemId, line.locationId),
   }));
-}
-
-/** The levels of these items and locations as they stand (a missing one is all zeros). */
-export async function readLevels(db: Knex, accountId: string, keys: Array<{ itemId: string; locationId: string }>): Promise<(itemId: string, locationId: string) => LevelSnapshot> {
-  const rows: LevelRow[] = keys.length === 0 ? [] : await db('stock_levels').where({ account_id: accountId })
-    .whereIn(['item_id', 'location_id'], keys.map((key) => [key.itemId, key.locationId]))
-    .select('item_id', 'location_id', 'quantity', 'reserved', 'incoming');
-  const found = new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), row]));
-  return (itemId, locationId) => snapshot(found.get(levelKey({ itemId, locationId })) ?? { quantity: 0, reserved: 0, incoming: 0 });
 }

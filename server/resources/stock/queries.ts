@@ -98,17 +98,18 @@ export function listStockMovements(db: Knex, accountId: string, filters: StockMo
  * the level after the move (`lv`) less what the later rows of that level added.
  */
 export function insertAdjustments(q: Statement, auth: ApiKeyIdentity, ids: string[], rows: CreateStockAdjustment[]): StockStatementExtension {
+  const idList = q.param(ids, 'uuid[]');
   return {
     ctes: [`ad as (insert into stock_adjustments (account_id, id, item_id, location_id, quantity, reason, created_by, level_after, reserved_after, incoming_after)
       select ${q.param(auth.accountId, 'uuid')}, a.id, a.item_id, a.location_id, a.quantity, a.reason, ${q.param(auth.userId, 'uuid')},
         l.quantity - coalesce(sum(a.quantity) over (partition by a.item_id, a.location_id order by a.n desc
           rows between unbounded preceding and 1 preceding), 0), l.reserved, l.incoming
-      from unnest(${q.param(ids, 'uuid[]')}, ${q.column(rows, (row) => row.itemId, 'uuid')}, ${q.column(rows, (row) => row.locationId, 'uuid')},
+      from unnest(${idList}, ${q.column(rows, (row) => row.itemId, 'uuid')}, ${q.column(rows, (row) => row.locationId, 'uuid')},
         ${q.column(rows, (row) => String(row.quantity), 'numeric')}, ${q.column(rows, (row) => row.reason, 'text')}) with ordinality
         as a(id, item_id, location_id, quantity, reason, n)
       join lv l on l.item_id = a.item_id and l.location_id = a.location_id
       returning *)`],
-    columns: [`${rowsJson('ad', `array_position(${q.param(ids, 'uuid[]')}, x.id)`)} as adjustments`],
+    columns: [`${rowsJson('ad', `array_position(${idList}, x.id)`)} as adjustments`],
   };
 }
 

@@ -21,9 +21,9 @@ const checkBatchLocations = checkReferences([{ table: 'locations', field: 'adjus
 /**
  * Adjustments in order, as one move (one movement each, a physical change: it may take reserved stock) and their
  * records, each with the level it left (the level after the whole move, less what later rows of that level
- * added), in one statement that also checks the items and locations are the account's.
+ * added), in one statement; it checks the items and locations are the account's when no lookup did (`checked`).
  */
-async function adjust(db: Knex, auth: ApiKeyIdentity, rows: CreateStockAdjustment[]): Promise<AdjustmentRow[]> {
+async function adjust(db: Knex, auth: ApiKeyIdentity, rows: CreateStockAdjustment[], checked = false): Promise<AdjustmentRow[]> {
   const ids = rows.map(() => randomUUID());
   const { row } = await applyStock<{ adjustments: AdjustmentRow[] }>(db, {
     accountId: auth.accountId, userId: auth.userId,
@@ -34,7 +34,7 @@ async function adjust(db: Knex, auth: ApiKeyIdentity, rows: CreateStockAdjustmen
         source: { type: 'stock_adjustment' as const, id: ids[index]! },
       })),
     },
-  }, { checkReferences: true, extend: (q) => insertAdjustments(q, auth, ids, rows) });
+  }, { checkReferences: !checked, extend: (q) => insertAdjustments(q, auth, ids, rows) });
   return row.adjustments;
 }
 
@@ -90,7 +90,7 @@ export const stockRoutes = [
     success: { status: 201, description: 'The adjustments, in the order sent', schema: StockAdjustmentBatch },
     errors: { 409: insufficient },
     handler: async ({ db, auth, body, resolved }) => created({
-      data: (await adjust(db, auth, body.adjustments.map((row, index) => ({ ...row, itemId: resolved[index]!.id })))).map(toAdjustment),
+      data: (await adjust(db, auth, body.adjustments.map((row, index) => ({ ...row, itemId: resolved[index]!.id })), true)).map(toAdjustment),
     }),
   }),
   adjustments.list,
