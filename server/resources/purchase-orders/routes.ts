@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
 import { recordEvent } from '../../../db/events.ts';
-import { applyStock, OVERFLOW_CONFLICT } from '../../../db/stock.ts';
+import { applyStock, OVERFLOW_CONFLICT, type StockOperation } from '../../../db/stock.ts';
 import { stopOf } from '../../../db/statement.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { NotFoundError } from '../../../shared/errors.ts';
@@ -17,7 +17,7 @@ import {
 } from './lifecycle.ts';
 import {
   findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, readPurchaseOrder, RECEIPT_TABLES, STALE, toPurchaseOrder, toReceipt,
-  transitionStatement, type PurchaseOrderLineRow,
+  transitionStatement, type PurchaseOrderLineRow, type TransitionWrite, type VersionedPurchaseOrder,
 } from './queries.ts';
 import {
   ClosePurchaseOrder, CreatePurchaseOrder, CreateReceipt, PurchaseOrder, PurchaseOrderListQuery, PurchaseOrderTransition, PurchaseReceipt,
@@ -39,62 +39,61 @@ const expectedOf = (line: PurchaseOrderLineRow, status: PurchaseOrderStatus, rec
 type Receiving = Pick<NonNullable<CreateReceipt>, 'lines' | 'reference'>;
 
 /**
- * Reads the order, checks the move against the life cycle, receives what `receiving` asks for as one receipt, sets
- * the status the move ends in, and moves `incoming` by what the lines stop (or start) bringing: one statement after
- * the read, which goes on only if the order is still as read (else the transition runs again on what changed it: a
- * second operation on an order sees the first one's status). Answers the order and the receipt's id.
+ * What `operation` does to the order as read: checks the move against the life cycle, receives what `receiving` asks
+ * for as one receipt, sets the status the move ends in, and moves `incoming` by what the lines stop (or start)
+ * bringing; with the order as it will then stand.
  */
-async function transition(
-  db: Knex,
-  auth: ApiKeyIdentity,
-  id: string,
-  operation: PurchaseOrderOperation,
-  receiving?: Receiving,
-): Promise<{ order: PurchaseOrderRecord; receiptId?: string }> {
+function plan(auth: ApiKeyIdentity, order: VersionedPurchaseOrder, operation: PurchaseOrderOperation, receiving?: Receiving): { stock: StockOperation; write: TransitionWrite } {
+  const move = allowedMove(PURCHASE_ORDER_TRANSITIONS, 'purchase order', order.status, operation);
+  const { lines } = order;
+  const parts = receiving ? lineParts(lines, receiving.lines, RECEIPT_PARTS) : [];
+  const { complete, started } = completion(lines, parts, RECEIPT_PARTS.done);
+  const status = settle(move, { complete, received: started });
+
+  const receipt = parts.length
+    ? { id: randomUUID(), orderId: order.id, locationId: order.location_id, reference: receiving?.reference ?? null, parts }
+    : undefined;
+  const added = new Map(parts.map((part) => [part.line.id, toMicros(part.quantity)]));
+  const received = (line: PurchaseOrderLineRow) => toMicros(line.quantity_received) + (added.get(line.id) ?? 0n);
+  const at = (line: PurchaseOrderLineRow, quantity: bigint) => ({ itemId: line.item_id, locationId: order.location_id, quantity: fromMicros(quantity) });
+  const now = randomUUID();
+  const record = toPurchaseOrder({
+    ...order, status, updated_at: now,
+    lines: lines.map((line) => ({ ...line, quantity_received: fromMicros(received(line)) })),
+    receipts: receipt
+      ? [...order.receipts, {
+        ...receipt, account_id: auth.accountId, purchase_order_id: order.id, location_id: order.location_id, created_by: auth.userId,
+        created_at: now, updated_at: now, lines: parts.map((part) => ({ lineId: part.line.id, itemId: part.line.item_id, quantity: part.quantity })),
+      }]
+      : order.receipts,
+  });
+  return {
+    stock: {
+      accountId: auth.accountId, userId: auth.userId,
+      move: receipt
+        ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_receipt', id: receipt.id }, changes: parts.map((part) => at(part.line, toMicros(part.quantity))) }
+        : undefined,
+      expect: lines
+        .map((line) => at(line, expectedOf(line, status, received(line)) - expectedOf(line, order.status, toMicros(line.quantity_received))))
+        .filter((change) => change.quantity !== 0),
+    },
+    write: { accountId: auth.accountId, userId: auth.userId, order, status, receipt, record, now, event: eventOf(PURCHASE_ORDER_EVENTS, operation, status) },
+  };
+}
+
+/**
+ * Reads the order and writes what `operation` does to it in one statement, which goes on only if the order is still
+ * as read: else the transition runs again on what changed it (a second operation on an order sees the first one's
+ * status). Answers the order and the receipt's id.
+ */
+async function transition(db: Knex, auth: ApiKeyIdentity, id: string, operation: PurchaseOrderOperation, receiving?: Receiving) {
   for (;;) {
     const order = await readPurchaseOrder(db, auth.accountId, id);
     if (!order) throw new NotFoundError('Purchase order');
-    const move = allowedMove(PURCHASE_ORDER_TRANSITIONS, 'purchase order', order.status, operation);
-    const lines = order.lines;
-    const parts = receiving ? lineParts(lines, receiving.lines, RECEIPT_PARTS) : [];
-    const { complete, started } = completion(lines, parts, RECEIPT_PARTS.done);
-    const status = settle(move, { complete, received: started });
-
-    const receipt = parts.length
-      ? { id: randomUUID(), orderId: order.id, locationId: order.location_id, reference: receiving?.reference ?? null, parts }
-      : undefined;
-    const added = new Map(parts.map((part) => [part.line.id, toMicros(part.quantity)]));
-    const at = (line: PurchaseOrderLineRow, quantity: bigint) => ({ itemId: line.item_id, locationId: order.location_id, quantity: fromMicros(quantity) });
-    const now = randomUUID();
-    const record = toPurchaseOrder({
-      ...order, status, updated_at: now,
-      lines: lines.map((line) => ({ ...line, quantity_received: fromMicros(toMicros(line.quantity_received) + (added.get(line.id) ?? 0n)) })),
-      receipts: receipt
-        ? [...order.receipts, {
-          ...receipt, account_id: auth.accountId, purchase_order_id: order.id, location_id: order.location_id, created_by: auth.userId,
-          created_at: now, updated_at: now,
-          lines: parts.map((part) => ({ lineId: part.line.id, itemId: part.line.item_id, quantity: part.quantity })),
-        }]
-        : order.receipts,
-    });
+    const { stock, write } = plan(auth, order, operation, receiving);
     try {
-      const { row } = await applyStock<{ record: PurchaseOrderRecord }>(db, {
-        accountId: auth.accountId, userId: auth.userId,
-        move: receipt
-          ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_receipt', id: receipt.id }, changes: parts.map((part) => at(part.line, toMicros(part.quantity))) }
-          : undefined,
-        expect: lines
-          .map((line) => {
-            const before = toMicros(line.quantity_received);
-            return at(line, expectedOf(line, status, before + (added.get(line.id) ?? 0n)) - expectedOf(line, order.status, before));
-          })
-          .filter((change) => change.quantity !== 0),
-      }, {
-        extend: (q) => transitionStatement(q, {
-          accountId: auth.accountId, userId: auth.userId, order, status, receipt, record, now, event: eventOf(PURCHASE_ORDER_EVENTS, operation, status),
-        }),
-      });
-      return { order: row.record, receiptId: receipt?.id };
+      const { row } = await applyStock<{ record: PurchaseOrderRecord }>(db, stock, { extend: (q) => transitionStatement(q, write) });
+      return { order: row.record, receiptId: write.receipt?.id };
     } catch (error) {
       if (stopOf(error)?.reason !== STALE) throw error;
     }
