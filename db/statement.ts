@@ -55,3 +55,19 @@ export async function runStatement<Row>(db: Knex, statement: Statement, text: st
  */
 export const rowsJson = (from: string, order: string): string => `(select coalesce(json_agg(to_jsonb(x) || jsonb_build_object(
     'created_at', ${isoTimestampSql('x.created_at')}, 'updated_at', ${isoTimestampSql('x.updated_at')}) order by ${order}), '[]') from ${from} x)`;
+
+/** Where a statement stopped itself (stockroom_stop, migration 017): its reason and detail. */
+export interface Stop {
+  reason: string;
+  detail: unknown;
+}
+
+/** The Stop `error` is, if it is one. */
+export function stopOf(error: unknown): Stop | undefined {
+  const { code, message, detail } = error as { code?: string; message?: string; detail?: string };
+  return code === 'SR000' ? { reason: message!, detail: JSON.parse(detail!) } : undefined;
+}
+
+/** SQL that stops the statement (when evaluated) with `reason` and `detail`, an expression of type jsonb. */
+export const stopSql = (statement: Statement, reason: string, detail: string): string =>
+  `stockroom_stop(${statement.param(reason, 'text')}, ${detail})`;

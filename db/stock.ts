@@ -387,6 +387,11 @@ export interface StockStatementExtension {
   jobs?: JobSpec[];
   /** The answer's further columns (`expression as name`), over the CTEs. */
   columns?: string[];
+  /**
+   * Columns evaluated before the levels are checked: a stockroom_stop there (the caller's record changed since it
+   * was read) wins over a refusal, which the stale read may have caused.
+   */
+  guards?: string[];
 }
 
 export interface StockStatementOptions {
@@ -399,7 +404,7 @@ export interface StockStatementOptions {
 }
 
 /** The stock's CTEs of the statement (see applyStock), with the caller's after them; `sev` the events' rows. */
-function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], options: StockStatementOptions): { ctes: string[]; columns: string[] } {
+function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], options: StockStatementOptions): { ctes: string[]; columns: string[]; guards: string[] } {
   const a = q.param(op.accountId, 'uuid');
   const u = q.param(op.userId, 'uuid');
   const changes = op.move?.changes ?? [];
@@ -494,7 +499,10 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
     ...reserve.flatMap((reservation) => (reservation.expiresAt ? [expiryJob(reservation.id, reservation.expiresAt)] : [])),
     ...extension?.jobs ?? [],
   ];
-  return { ctes: [...ctes, eventCtes(q, op.accountId, 'select type, data, n from sev', jobs)], columns: extension?.columns ?? [] };
+  return {
+    ctes: [...ctes, eventCtes(q, op.accountId, 'select type, data, n from sev', jobs)],
+    columns: extension?.columns ?? [], guards: extension?.guards ?? [],
+  };
 }
 
 /** The closes of reservations as one update per reservation (`reduce` by its split parts, `status` when closed in full) and the splits. */
@@ -541,9 +549,9 @@ export async function applyStock<Row = Record<string, never>>(
   // What cannot be an id is no record of the account's either (and would stop the statement as a cast error).
   if (options.checkReferences && !deltas.every((delta) => isUuid(delta.itemId) && isUuid(delta.locationId))) throw new UnresolvedReferences();
   const q = new Statement();
-  const { ctes, columns } = stockCtes(q, op, deltas, options);
+  const { ctes, columns, guards } = stockCtes(q, op, deltas, options);
   const text = `with ${ctes.join(',\n')}
-    select (select stockroom_refuse(jsonb_agg(jsonb_build_object('itemId', item_id, 'locationId', location_id, 'quantity', q::text,
+    select ${guards.map((guard) => `${guard},\n      `).join('')}(select stockroom_refuse(jsonb_agg(jsonb_build_object('itemId', item_id, 'locationId', location_id, 'quantity', q::text,
         'reserved', r::text, 'incoming', i::text, 'known', known))) from refused having count(*) > 0) as refused,
       (select json_agg(json_build_object('itemId', l.item_id, 'locationId', l.location_id, 'level', ${levelJson('l')})) from lv l) as levels,
       (select json_agg(${movementJson('y')} order by y.n) from mj y) as movements,

@@ -1,6 +1,8 @@
 import test from 'ava';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches } from './helpers/ledger.ts';
+import { statementsOf } from './helpers/statements.ts';
+import { eventually } from './helpers/eventually.ts';
 
 const h = useHarness(test);
 
@@ -177,6 +179,42 @@ test('close receives every line into the order\'s location as purchase_receipt m
   for (const movement of receipts) {
     t.like(movement, { locationId: s.mainId, type: 'purchase_receipt', source: { type: 'purchase_receipt', id: receipt.id }, createdBy: s.userId });
   }
+  t.deepEqual(await ledgerMismatches(h.db, s.accountId), []);
+});
+
+// Serial: nothing else runs in this process meanwhile, so every statement seen is the request's.
+test.serial('a receipt is two statements, its read and its write; an order changed in between is read again, not written over', async (t) => {
+  const s = await setup();
+  const { body: order } = await createOrder(s);
+  t.is((await transition(s, order.id, 'confirm')).status, 200);
+  const first = await statementsOf(async () => t.is((await s.api.post(`/purchase-orders/${order.id}/receipts`, {
+    lines: [{ lineId: order.lines[0].id, quantity: 1 }],
+  })).status, 201));
+  // With lines named, the route first checks they are the order's (its resolve): one statement more.
+  t.is(first.length, 3, first.join('\n---\n'));
+  t.regex(first[2]!, /insert into stock_levels[\s\S]*insert into purchase_receipts[\s\S]*update purchase_orders[\s\S]*insert into events/);
+
+  // Another transaction holds the order while the close's write waits for it, then changes it and commits: the
+  // write finds the order is no longer as read, and the close runs again on the order as it now is.
+  const holder = await h.db.transaction();
+  await holder('purchase_orders').where({ id: order.id }).forUpdate().first();
+  let closing: Promise<{ status: number; body: { status: string; lines: Array<{ quantityReceived: number }> } }> | undefined;
+  const sent = statementsOf(async () => {
+    closing = s.api.post(`/purchase-orders/${order.id}/close`);
+    t.true(await eventually(async () => (await h.db.raw(`select 1 from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock'`)).rows.length === 1), 'the close waits for the order');
+    await holder('purchase_orders').where({ id: order.id }).update({ reference: 'Changed meanwhile', updated_at: h.db.fn.now() });
+    await holder.commit();
+    await closing;
+  });
+  const closed = await closing!;
+  const statements = await sent;
+  t.is(closed.status, 200);
+  const kinds = statements.map((text) => (/o\.xmin::text as version/.test(text) ? 'read' : /update purchase_orders/.test(text) ? 'write' : 'the test\'s'));
+  t.deepEqual(kinds.filter((kind) => kind !== 'the test\'s'), ['read', 'write', 'read', 'write'], 'the first write stopped; the order was read again');
+  t.like(closed.body, { status: 'closed', reference: 'Changed meanwhile', lines: [{ quantityReceived: 3 }, { quantityReceived: 2.5 }, { quantityReceived: 1 }] });
+  t.deepEqual((await s.api.get(`/purchase-orders/${order.id}`)).body, closed.body);
+  t.is(await level(s, s.boltId), 4);
   t.deepEqual(await ledgerMismatches(h.db, s.accountId), []);
 });
 

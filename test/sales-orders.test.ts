@@ -2,6 +2,7 @@ import test from 'ava';
 import { createDb } from '../db/knex.ts';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches } from './helpers/ledger.ts';
+import { statementsOf } from './helpers/statements.ts';
 
 const h = useHarness(test);
 
@@ -44,6 +45,27 @@ const footprint = (accountId: string) => countRows(h.db, accountId, TABLES);
 const paths = (body: { errors: Array<{ path: string }> }) => body.errors.map((e) => e.path).sort();
 const eventsOf = (accountId: string, type: string) =>
   h.db('events').where({ account_id: accountId, type }).orderBy('seq').select('data').then((rows) => rows.map((row) => row.data));
+
+// Serial: nothing else runs in this process meanwhile, so every statement seen is the request's.
+test.serial('a create is two statements, its lookup and the order; a clash or a shortage stops the second and writes nothing', async (t) => {
+  const s = await setup();
+  t.is((await stock(s, s.boltId, 5)).status, 201);
+  t.is((await stock(s, s.nutId, 4)).status, 201);
+  const reserving = { locationId: s.mainId, integrationSourceId: 'shop-1' };
+  const sent = await statementsOf(async () => t.is((await shapeA(s, reserving)).status, 201));
+  t.is(sent.length, 2, sent.join('\n---\n'));
+  t.regex(sent[1]!, /insert into reservations[\s\S]*insert into account_counters[\s\S]*insert into sales_orders[\s\S]*insert into sales_order_lines[\s\S]*insert into events/);
+  const before = await footprint(s.accountId);
+
+  let existing: { status: number; body: { error: string; existingId: string } } | undefined;
+  const again = await statementsOf(async () => { existing = await shapeA(s, { integrationSourceId: 'shop-1' }); });
+  t.is(existing!.status, 409);
+  t.regex(existing!.body.error, /integrationSourceId "shop-1" already exists/);
+  t.is(again.length, 3, 'the lookup, the stopped statement, and what names the existing order');
+  t.like((await shapeA(s, { locationId: s.mainId })).body, { shortages: [{ itemId: s.boltId, available: 2, requested: 3 }] });
+  t.deepEqual(await footprint(s.accountId), before, 'nothing of the refused creates was written');
+  t.is((await shapeB(s)).body.salesOrderNumber, 'SO-000002', 'the refused creates gave their numbers back');
+});
 
 test('shape A takes item prices and skus; shape B keeps its own; both answer one normalised order', async (t) => {
   const s = await setup();

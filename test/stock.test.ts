@@ -1,9 +1,9 @@
 import test from 'ava';
-import pg from 'pg';
 import { moveStock } from '../db/stock.ts';
 import { ConflictError } from '../shared/errors.ts';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches as mismatches } from './helpers/ledger.ts';
+import { statementsOf } from './helpers/statements.ts';
 import { dispatchJobKey } from '../shared/events.ts';
 
 const h = useHarness(test);
@@ -33,22 +33,6 @@ const ledgerMismatches = (accountId: string) => mismatches(h.db, accountId);
 
 const adjust = (s: Setup, quantity: number, extra: Record<string, unknown> = {}) =>
   s.api.post('/stock-adjustments', { itemId: s.itemId, locationId: s.mainId, quantity, reason: 'cycle count', ...extra });
-
-/** The statements the app sends while `run` runs, but those of the key lookup and the rate limit. */
-async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
-  const texts: string[] = [];
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
-    texts.push(typeof config === 'string' ? config : (config as { text: string }).text);
-    return (query as (...args: unknown[]) => unknown).call(this, config, ...rest);
-  } as typeof query;
-  try {
-    await run();
-  } finally {
-    pg.Client.prototype.query = query;
-  }
-  return texts.filter((text) => !/api_keys|rate_limits/.test(text));
-}
 
 // Serial: nothing else runs in this process meanwhile, so every statement seen is the request's.
 test.serial('an adjustment and a transfer are each one statement: no BEGIN or COMMIT, the record written with its move', async (t) => {

@@ -21,6 +21,7 @@ import * as stockCounts from './013_stock_counts.ts';
 import * as rateLimits from './014_rate_limits.ts';
 import * as eventRetention from './015_event_retention.ts';
 import * as oneStatementWrites from './016_one_statement_writes.ts';
+import * as statementStops from './017_statement_stops.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '014_rate_limits': rateLimits,
   '015_event_retention': eventRetention,
   '016_one_statement_writes': oneStatementWrites,
+  '017_statement_stops': statementStops,
 };
 
 /** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */

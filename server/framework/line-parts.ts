@@ -8,6 +8,7 @@ import { ConflictError, type Problem } from '../../shared/errors.ts';
 import { isRecord, isUuid } from '../../shared/guards.ts';
 import { withChildren, type OwnedRow } from './crud.ts';
 import { fetchPage, type PageRequest } from './pagination.ts';
+import { runStatement, Statement } from '../../db/statement.ts';
 
 export interface OrderLine {
   id: string;
@@ -125,11 +126,13 @@ export interface PartRecordRow extends OwnedRow {
   lines: Array<Record<string, string | number>>;
 }
 
+/** The lines of record `r` as the API shows them, as JSON. */
+export const partLinesJson = (tables: PartRecordTables): string => `(select json_agg(json_build_object('${tables.field}', rl.${tables.orderLineId},
+  'itemId', rl.item_id, 'quantity', rl.quantity) order by rl.position) from ${tables.lines} rl where rl.${tables.recordId} = r.id)`;
+
 /** The records with their lines as the API shows them: one query for any number. */
 function partRecordsQuery(db: Knex, accountId: string, tables: PartRecordTables): Knex.QueryBuilder {
-  return db(`${tables.records} as r`).where('r.account_id', accountId)
-    .select('r.*', db.raw(`(select json_agg(json_build_object(?::text, rl.??, 'itemId', rl.item_id, 'quantity', rl.quantity) order by rl.position)
-      from ?? rl where rl.?? = r.id) as lines`, [tables.field, tables.orderLineId, tables.lines, tables.recordId]));
+  return db(`${tables.records} as r`).where('r.account_id', accountId).select('r.*', db.raw(`${partLinesJson(tables)} as lines`));
 }
 
 /** The orders, each with its records under `key`, oldest first: one query whatever their number. */
@@ -155,7 +158,37 @@ export interface NewPartRecord<Line extends OrderLine> {
   parts: Array<LinePart<Line>>;
 }
 
-/** The record, its lines, and what each order line has had, in one statement. */
+/**
+ * The CTEs that write the record, its lines, and what each order line has had, for a statement of the caller's:
+ * every write holds to `gate`, a condition over the statement's other CTEs. Tables and columns are `tables`' own.
+ */
+export function partRecordCtes<Line extends OrderLine>(
+  q: Statement,
+  accountId: string,
+  userId: string,
+  tables: PartRecordTables,
+  record: NewPartRecord<Line>,
+  gate = 'true',
+): string[] {
+  const a = q.param(accountId, 'uuid');
+  const lineIds = q.column(record.parts, (part) => part.line.id, 'uuid');
+  const quantities = q.column(record.parts, (part) => String(part.quantity), 'numeric');
+  return [
+    `pr as (insert into ${tables.records} (id, account_id, ${tables.orderId}, location_id, reference, created_by)
+       select ${q.param(record.id, 'uuid')}, ${a}, ${q.param(record.orderId, 'uuid')}, ${q.param(record.locationId, 'uuid')},
+         ${q.param(record.reference, 'text')}, ${q.param(userId, 'uuid')} where ${gate}
+       returning id)`,
+    `prl as (insert into ${tables.lines} (account_id, ${tables.recordId}, position, ${tables.orderLineId}, item_id, quantity)
+       select ${a}, pr.id, p.n - 1, p.line_id, p.item_id, p.quantity
+       from pr, unnest(${lineIds}, ${q.column(record.parts, (part) => part.line.item_id, 'uuid')}, ${quantities})
+         with ordinality as p(line_id, item_id, quantity, n))`,
+    `pol as (update ${tables.orderLines} l set ${tables.done} = l.${tables.done} + p.quantity, updated_at = now()
+       from unnest(${lineIds}, ${quantities}) as p(line_id, quantity)
+       where l.account_id = ${a} and l.id = p.line_id and ${gate})`,
+  ];
+}
+
+/** The record, its lines, and what each order line has had, in one statement in `trx`. */
 export async function insertPartRecord<Line extends OrderLine>(
   trx: Knex.Transaction,
   accountId: string,
@@ -163,26 +196,6 @@ export async function insertPartRecord<Line extends OrderLine>(
   tables: PartRecordTables,
   record: NewPartRecord<Line>,
 ): Promise<void> {
-  const { parts } = record;
-  const lineIds = parts.map((part) => part.line.id);
-  const quantities = parts.map((part) => String(part.quantity));
-  await trx.raw(
-    `with r as (
-       insert into ?? (id, account_id, ??, location_id, reference, created_by)
-       values (?::uuid, ?::uuid, ?::uuid, ?::uuid, ?, ?::uuid)
-       returning id
-     ), rl as (
-       insert into ?? (account_id, ??, position, ??, item_id, quantity)
-       select ?::uuid, r.id, p.n - 1, p.line_id, p.item_id, p.quantity
-       from r, unnest(?::uuid[], ?::uuid[], ?::numeric[]) with ordinality as p(line_id, item_id, quantity, n)
-     )
-     update ?? l set ?? = l.?? + p.quantity, updated_at = now()
-     from unnest(?::uuid[], ?::numeric[]) as p(line_id, quantity)
-     where l.account_id = ?::uuid and l.id = p.line_id`,
-    [
-      tables.records, tables.orderId, record.id, accountId, record.orderId, record.locationId, record.reference, userId,
-      tables.lines, tables.recordId, tables.orderLineId, accountId, lineIds, parts.map((part) => part.line.item_id), quantities,
-      tables.orderLines, tables.done, tables.done, lineIds, quantities, accountId,
-    ] as Knex.Value[],
-  );
+  const q = new Statement();
+  await runStatement(trx, q, `with ${partRecordCtes(q, accountId, userId, tables, record).join(',\n')} select 1`);
 }

@@ -15,30 +15,57 @@ export interface Reference {
 }
 
 const LABELS = { items: 'item', locations: 'location', customers: 'customer' } as const;
-const ARCHIVED_AT: Partial<Record<Table, string>> = { items: 'archived_at' };
 
-/** One entry per reference the account does not hold (or holds archived, when `active`); one query per table. */
-export async function missingReferences(db: Knex, accountId: string, references: Reference[]): Promise<Problem[]> {
-  const found = new Set<string>();
-  const archived = new Set<string>();
-  const tables = [...new Set(references.map((ref) => ref.table))];
-  for (const table of tables) {
-    const ids = [...new Set(references.filter((ref) => ref.table === table && isUuid(ref.id)).map((ref) => ref.id))];
-    if (ids.length === 0) continue;
-    const archivedColumn = ARCHIVED_AT[table];
-    const rows: Array<{ id: string; archived?: boolean }> = await db(table).where({ account_id: accountId }).whereIn('id', ids)
-      .select(archivedColumn ? ['id', db.raw('?? is not null as archived', [archivedColumn])] : ['id']);
-    for (const row of rows) {
-      found.add(`${table}:${row.id}`);
-      if (row.archived) archived.add(`${table}:${row.id}`);
-    }
+/** Rows of `table` whose `column` is one of `keys` (ids that are not uuids can name nothing and are left out). */
+export interface Lookup {
+  table: Table;
+  column: 'id' | 'sku';
+  keys: string[];
+}
+
+/** A record a lookup found; `sku` and `price` for items only, `archived` false for what cannot be archived. */
+export interface FoundRecord {
+  table: Table;
+  id: string;
+  sku: string | null;
+  price: number | null;
+  archived: boolean;
+}
+
+/** The account's records of every lookup: one query, whatever their number. */
+export async function findRecords(db: Knex, accountId: string, lookups: Lookup[]): Promise<FoundRecord[]> {
+  const parts: string[] = [];
+  const values: Knex.Value[] = [];
+  for (const { table, column, keys } of lookups) {
+    const wanted = [...new Set(column === 'id' ? keys.filter(isUuid) : keys)];
+    if (wanted.length === 0) continue;
+    const itemColumns = table === 'items' ? 'sku, price, archived_at is not null' : 'null, null::numeric, false';
+    parts.push(`select ?::text, id, ${itemColumns} from ${table} where account_id = ?::uuid and ${column} = any(?::${column === 'id' ? 'uuid' : 'text'}[])`);
+    values.push(table, accountId, wanted);
   }
+  if (parts.length === 0) return [];
+  const { rows } = await db.raw<{ rows: FoundRecord[] }>(`select t as "table", id, sku, price, archived from (${parts.join(' union all ')}) as x(t, id, sku, price, archived)`, values);
+  return rows;
+}
+
+/** The lookups that find what `references` name. */
+export const lookupsOf = (references: Reference[]): Lookup[] => [...new Set(references.map((ref) => ref.table))]
+  .map((table) => ({ table, column: 'id', keys: references.filter((ref) => ref.table === table).map((ref) => ref.id) }));
+
+/** One entry per reference not `found` (or found archived, when `active`). */
+export function referenceProblems(references: Reference[], found: FoundRecord[]): Problem[] {
+  const byKey = new Map(found.map((record) => [`${record.table}:${record.id}`, record]));
   return references.flatMap((ref) => {
-    const key = `${ref.table}:${ref.id}`;
-    if (!found.has(key)) return [{ path: ref.path, message: `no ${LABELS[ref.table]} with this id in your account` }];
-    if (ref.active && archived.has(key)) return [{ path: ref.path, message: `is an archived ${LABELS[ref.table]}` }];
+    const record = byKey.get(`${ref.table}:${ref.id}`);
+    if (!record) return [{ path: ref.path, message: `no ${LABELS[ref.table]} with this id in your account` }];
+    if (ref.active && record.archived) return [{ path: ref.path, message: `is an archived ${LABELS[ref.table]}` }];
     return [];
   });
+}
+
+/** One entry per reference the account does not hold (or holds archived, when `active`); one query. */
+export async function missingReferences(db: Knex, accountId: string, references: Reference[]): Promise<Problem[]> {
+  return referenceProblems(references, await findRecords(db, accountId, lookupsOf(references)));
 }
 
 /**
@@ -52,7 +79,7 @@ export interface ReferenceField {
 }
 
 /** The references a possibly malformed body makes; values that are not strings are the shape check's to report. */
-function referencesIn(body: unknown, fields: ReferenceField[]): Reference[] {
+export function referencesIn(body: unknown, fields: ReferenceField[]): Reference[] {
   if (!isRecord(body)) return [];
   return fields.flatMap(({ table, field, active }) => {
     const [list, inner] = field.split('[].');
@@ -89,18 +116,16 @@ export interface ItemRef {
 
 /**
  * For the rows of the body's list `list` that name an item by `itemId` or by `sku` (one or the other): each row's
- * item, and a problem for each row that names neither or both, or an item the account does not have. One query per
- * way of naming, whatever the number of rows.
+ * item, and a problem for each row that names neither or both, or an item the account does not have. One query,
+ * whatever the number of rows.
  */
 export async function resolveItemRows(db: Knex, accountId: string, body: unknown, list: string): Promise<{ problems: Problem[]; items: Array<ItemRef | undefined> }> {
   const rows = isRecord(body) && Array.isArray(body[list]) ? body[list] as unknown[] : [];
   const named = rows.map((row) => (isRecord(row) ? { itemId: row.itemId, sku: row.sku } : {}));
-  const ids = [...new Set(named.flatMap((row) => (typeof row.itemId === 'string' && isUuid(row.itemId) ? [row.itemId] : [])))];
-  const skus = [...new Set(named.flatMap((row) => (typeof row.sku === 'string' ? [row.sku] : [])))];
-  const found: ItemRef[] = [
-    ...ids.length ? await db('items').where({ account_id: accountId }).whereIn('id', ids).select('id', 'sku') : [],
-    ...skus.length ? await db('items').where({ account_id: accountId }).whereIn('sku', skus).select('id', 'sku') : [],
-  ];
+  const found = await findRecords(db, accountId, [
+    { table: 'items', column: 'id', keys: named.flatMap((row) => (typeof row.itemId === 'string' ? [row.itemId] : [])) },
+    { table: 'items', column: 'sku', keys: named.flatMap((row) => (typeof row.sku === 'string' ? [row.sku] : [])) },
+  ]).then((records) => records.map((record): ItemRef => ({ id: record.id, sku: record.sku! })));
   const byId = new Map(found.map((item) => [item.id, item]));
   const bySku = new Map(found.map((item) => [item.sku, item]));
   const problems: Problem[] = [];

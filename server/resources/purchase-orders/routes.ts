@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
 import { recordEvent } from '../../../db/events.ts';
-import { applyStock, OVERFLOW_CONFLICT } from '../../../db/stock.ts';
+import { applyStock, OVERFLOW_CONFLICT, type StockOperation } from '../../../db/stock.ts';
+import { stopOf } from '../../../db/statement.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { NotFoundError } from '../../../shared/errors.ts';
-import { lockOwned } from '../../framework/crud.ts';
-import { checkOrderLines, completion, insertPartRecord, lineParts, type PartsSpec } from '../../framework/line-parts.ts';
+import { checkOrderLines, completion, lineParts, type PartsSpec } from '../../framework/line-parts.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { childListRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
@@ -16,8 +16,8 @@ import {
   type PurchaseOrderStatus,
 } from './lifecycle.ts';
 import {
-  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, RECEIPT_TABLES, setPurchaseOrderStatus, toPurchaseOrder, toReceipt,
-  withLines, type PurchaseOrderLineRow, type PurchaseOrderRow,
+  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, readPurchaseOrder, RECEIPT_TABLES, STALE, toPurchaseOrder, toReceipt,
+  transitionStatement, type PurchaseOrderLineRow, type TransitionWrite, type VersionedPurchaseOrder,
 } from './queries.ts';
 import {
   ClosePurchaseOrder, CreatePurchaseOrder, CreateReceipt, PurchaseOrder, PurchaseOrderListQuery, PurchaseOrderTransition, PurchaseReceipt,
@@ -39,50 +39,65 @@ const expectedOf = (line: PurchaseOrderLineRow, status: PurchaseOrderStatus, rec
 type Receiving = Pick<NonNullable<CreateReceipt>, 'lines' | 'reference'>;
 
 /**
- * Locks the order (a second operation on it waits, then sees the first one's status), checks the move against the
- * life cycle, receives what `receiving` asks for as one receipt, sets the status the move ends in, and moves
- * `incoming` by what the lines stop (or start) bringing. Answers the order and the receipt's id.
+ * What `operation` does to the order as read: checks the move against the life cycle, receives what `receiving` asks
+ * for as one receipt, sets the status the move ends in, and moves `incoming` by what the lines stop (or start)
+ * bringing; with the order as it will then stand.
  */
-async function transition(
-  trx: Knex.Transaction,
-  auth: ApiKeyIdentity,
-  id: string,
-  operation: PurchaseOrderOperation,
-  receiving?: Receiving,
-): Promise<{ order: PurchaseOrderRecord; receiptId?: string }> {
-  const row = await lockOwned<PurchaseOrderRow>(trx, 'purchase_orders', auth.accountId, id);
-  if (!row) throw new NotFoundError('Purchase order');
-  const move = allowedMove(PURCHASE_ORDER_TRANSITIONS, 'purchase order', row.status, operation);
-  const [order] = await withLines(trx, auth.accountId, [row]);
-  const lines = order!.lines;
+function plan(auth: ApiKeyIdentity, order: VersionedPurchaseOrder, operation: PurchaseOrderOperation, receiving?: Receiving): { stock: StockOperation; write: TransitionWrite } {
+  const move = allowedMove(PURCHASE_ORDER_TRANSITIONS, 'purchase order', order.status, operation);
+  const { lines } = order;
   const parts = receiving ? lineParts(lines, receiving.lines, RECEIPT_PARTS) : [];
   const { complete, started } = completion(lines, parts, RECEIPT_PARTS.done);
   const status = settle(move, { complete, received: started });
 
-  const receiptId = parts.length ? randomUUID() : undefined;
+  const receipt = parts.length
+    ? { id: randomUUID(), orderId: order.id, locationId: order.location_id, reference: receiving?.reference ?? null, parts }
+    : undefined;
   const added = new Map(parts.map((part) => [part.line.id, toMicros(part.quantity)]));
-  const at = (line: PurchaseOrderLineRow, quantity: bigint) => ({ itemId: line.item_id, locationId: row.location_id, quantity: fromMicros(quantity) });
-  await applyStock(trx, {
-    accountId: auth.accountId, userId: auth.userId,
-    move: receiptId
-      ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_receipt', id: receiptId }, changes: parts.map((part) => at(part.line, toMicros(part.quantity))) }
-      : undefined,
-    expect: lines
-      .map((line) => {
-        const before = toMicros(line.quantity_received);
-        return at(line, expectedOf(line, status, before + (added.get(line.id) ?? 0n)) - expectedOf(line, row.status, before));
-      })
-      .filter((change) => change.quantity !== 0),
+  const received = (line: PurchaseOrderLineRow) => toMicros(line.quantity_received) + (added.get(line.id) ?? 0n);
+  const at = (line: PurchaseOrderLineRow, quantity: bigint) => ({ itemId: line.item_id, locationId: order.location_id, quantity: fromMicros(quantity) });
+  const now = randomUUID();
+  const record = toPurchaseOrder({
+    ...order, status, updated_at: now,
+    lines: lines.map((line) => ({ ...line, quantity_received: fromMicros(received(line)) })),
+    receipts: receipt
+      ? [...order.receipts, {
+        ...receipt, account_id: auth.accountId, purchase_order_id: order.id, location_id: order.location_id, created_by: auth.userId,
+        created_at: now, updated_at: now, lines: parts.map((part) => ({ lineId: part.line.id, itemId: part.line.item_id, quantity: part.quantity })),
+      }]
+      : order.receipts,
   });
-  if (receiptId) {
-    await insertPartRecord(trx, auth.accountId, auth.userId, RECEIPT_TABLES, {
-      id: receiptId, orderId: row.id, locationId: row.location_id, reference: receiving?.reference ?? null, parts,
-    });
+  return {
+    stock: {
+      accountId: auth.accountId, userId: auth.userId,
+      move: receipt
+        ? { type: 'purchase_receipt', reason: 'Purchase order receipt', source: { type: 'purchase_receipt', id: receipt.id }, changes: parts.map((part) => at(part.line, toMicros(part.quantity))) }
+        : undefined,
+      expect: lines
+        .map((line) => at(line, expectedOf(line, status, received(line)) - expectedOf(line, order.status, toMicros(line.quantity_received))))
+        .filter((change) => change.quantity !== 0),
+    },
+    write: { accountId: auth.accountId, userId: auth.userId, order, status, receipt, record, now, event: eventOf(PURCHASE_ORDER_EVENTS, operation, status) },
+  };
+}
+
+/**
+ * Reads the order and writes what `operation` does to it in one statement, which goes on only if the order is still
+ * as read: else the transition runs again on what changed it (a second operation on an order sees the first one's
+ * status). Answers the order and the receipt's id.
+ */
+async function transition(db: Knex, auth: ApiKeyIdentity, id: string, operation: PurchaseOrderOperation, receiving?: Receiving) {
+  for (;;) {
+    const order = await readPurchaseOrder(db, auth.accountId, id);
+    if (!order) throw new NotFoundError('Purchase order');
+    const { stock, write } = plan(auth, order, operation, receiving);
+    try {
+      const { row } = await applyStock<{ record: PurchaseOrderRecord }>(db, stock, { extend: (q) => transitionStatement(q, write) });
+      return { order: row.record, receiptId: write.receipt?.id };
+    } catch (error) {
+      if (stopOf(error)?.reason !== STALE) throw error;
+    }
   }
-  const record = toPurchaseOrder(await setPurchaseOrderStatus(trx, row, status));
-  const event = eventOf(PURCHASE_ORDER_EVENTS, operation, status);
-  if (event) await recordEvent(trx, auth.accountId, { type: event, data: record });
-  return { order: record, receiptId };
 }
 
 const RECEIVING = 'Stock movements of type `purchase_receipt` at the order\'s location whose `source` is the receipt, each with its '
@@ -103,7 +118,7 @@ const plainTransitions = (['confirm', 'hold', 'cancel'] as const).map((operation
   body: PurchaseOrderTransition,
   success: { status: 200, description: 'The order in its new status', schema: PurchaseOrder },
   errors: { 404: 'No such purchase order in this account', 409: illegalMove(operation) },
-  handler: async ({ db, auth, params }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', operation))).order),
+  handler: async ({ db, auth, params }) => ok((await transition(db, auth, params.id ?? '', operation)).order),
 }));
 
 const close = defineRoute({
@@ -115,8 +130,8 @@ const close = defineRoute({
   body: ClosePurchaseOrder,
   success: { status: 200, description: 'The closed order', schema: PurchaseOrder },
   errors: { 404: 'No such purchase order in this account', 409: `${illegalMove('close')} ${OVERFLOW_CONFLICT}` },
-  handler: async ({ db, auth, params, body }) => ok((await db.transaction((trx) =>
-    transition(trx, auth, params.id ?? '', 'close', body?.receiveOutstanding === false ? undefined : {}))).order),
+  handler: async ({ db, auth, params, body }) =>
+    ok((await transition(db, auth, params.id ?? '', 'close', body?.receiveOutstanding === false ? undefined : {})).order),
 });
 
 const receive = defineRoute({
@@ -133,10 +148,10 @@ const receive = defineRoute({
     409: `${illegalMove('receive')} Or a line is asked for more than it has outstanding: \`remainders\` names each (\`lineId\`, \`itemId\`, `
       + `\`requested\`, \`remaining\`). ${OVERFLOW_CONFLICT}`,
   },
-  handler: async ({ db, auth, params, body }) => created(await db.transaction(async (trx) => {
-    const { order, receiptId } = await transition(trx, auth, params.id ?? '', 'receive', body ?? {});
-    return { ...order.receipts.find((receipt) => receipt.id === receiptId)!, purchaseOrder: order };
-  })),
+  handler: async ({ db, auth, params, body }) => {
+    const { order, receiptId } = await transition(db, auth, params.id ?? '', 'receive', body ?? {});
+    return created({ ...order.receipts.find((receipt) => receipt.id === receiptId)!, purchaseOrder: order });
+  },
 });
 
 const purchaseOrders = readRoutes({

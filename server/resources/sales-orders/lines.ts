@@ -1,12 +1,11 @@
-// A create body's lines, in either shape, as order lines: the customer and the items they name are looked up in
-// one query per table (not one per line), and every problem is named by its path in the body as sent.
+// A create body's lines, in either shape, as order lines: the customer, the location and the items they name are
+// looked up in one query (not one per line or table), and every problem is named by its path in the body as sent.
 import type { Knex } from 'knex';
-import { isRecord, isUuid } from '../../../shared/guards.ts';
+import { isRecord } from '../../../shared/guards.ts';
 import type { Problem } from '../../../shared/errors.ts';
-import { checkReferences } from '../../framework/references.ts';
+import { findRecords, lookupsOf, referenceProblems, referencesIn, type ReferenceField } from '../../framework/references.ts';
 import type { Resolution } from '../../framework/route.ts';
 import { shapeOf, type CreateSalesOrder } from './schema.ts';
-import type { Timestamp } from '../../../db/timestamps.ts';
 
 export interface OrderItem {
   id: string;
@@ -23,21 +22,6 @@ export interface NewLine {
   sku: string;
   quantity: number;
   price: number;
-}
-
-interface ItemSelect {
-  id: string;
-  sku: string;
-  price: number | null;
-  archived_at: Timestamp | null;
-}
-
-async function findItems(db: Knex, accountId: string, column: 'id' | 'sku', keys: string[]): Promise<OrderItems> {
-  const found: OrderItems = new Map();
-  if (keys.length === 0) return found;
-  const rows: ItemSelect[] = await db('items').where({ account_id: accountId }).whereIn(column, keys).select('id', 'sku', 'price', 'archived_at');
-  for (const row of rows) found.set(row[column], { id: row.id, sku: row.sku, price: row.price, archived: row.archived_at !== null });
-  return found;
 }
 
 /** `[index, value]` of every line whose `field` is a string: the others are the struct's to report. */
@@ -58,19 +42,19 @@ function lineProblem(item: OrderItem | undefined, path: string, missing: string,
   return undefined;
 }
 
-const checkOrderReferences = checkReferences([{ table: 'customers', field: 'customerId' }, { table: 'locations', field: 'locationId' }]);
+const ORDER_REFERENCES: ReferenceField[] = [{ table: 'customers', field: 'customerId' }, { table: 'locations', field: 'locationId' }];
 
-/** Looks up the customer, the location and the items a create body names, whatever else is wrong with it. */
+/** Looks up the customer, the location and the items a create body names, whatever else is wrong with it: one query. */
 export async function resolveSalesOrder(db: Knex, accountId: string, body: unknown): Promise<Resolution<OrderItems>> {
   const fields = isRecord(body) ? body : {};
-  const { problems } = await checkOrderReferences({ db, auth: { accountId }, body });
+  const references = referencesIn(body, ORDER_REFERENCES);
   const shape = shapeOf(body);
-  if (shape !== 'A' && shape !== 'B') return { problems, resolved: new Map() };
-
   const [list, field, column] = shape === 'A' ? ['lineItems', 'itemId', 'id'] as const : ['items', 'sku', 'sku'] as const;
-  const keys = keysOf(fields[list], field);
-  const lookup = keys.map(([, key]) => key).filter((key) => column === 'sku' || isUuid(key));
-  const items = await findItems(db, accountId, column, [...new Set(lookup)]);
+  const keys = shape === 'A' || shape === 'B' ? keysOf(fields[list], field) : [];
+  const found = await findRecords(db, accountId, [...lookupsOf(references), { table: 'items', column, keys: keys.map(([, key]) => key) }]);
+  const problems = referenceProblems(references, found);
+  const items: OrderItems = new Map(found.filter((record) => record.table === 'items')
+    .map((record) => [record[column]!, { id: record.id, sku: record.sku!, price: record.price, archived: record.archived }]));
   for (const [index, key] of keys) {
     const missing = shape === 'A' ? 'no item with this id in your account' : 'no item with this sku in your account';
     const problem = lineProblem(items.get(key), `${list}[${index}].${field}`, missing, shape === 'A');

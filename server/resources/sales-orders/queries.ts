@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { recordEvents } from '../../../db/events.ts';
+import { applyStock, type NewReservation, type StockStatementExtension } from '../../../db/stock.ts';
+import { stopOf, stopSql, type Statement } from '../../../db/statement.ts';
 import { isoTimestampSql } from '../../../db/timestamps.ts';
+import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { ConflictError } from '../../../shared/errors.ts';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import { listPartRecords, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
@@ -118,8 +121,9 @@ export interface NewSalesOrder {
   total: number;
 }
 
-async function duplicate(trx: Knex.Transaction, accountId: string, order: NewSalesOrder, number: string): Promise<ConflictError | undefined> {
-  const clashes: Array<Pick<SalesOrderRow, 'id' | 'sales_order_number' | 'integration_source_id'>> = await trx('sales_orders')
+/** Why the order inserted nothing: a 409 naming the order that holds its integration id or its number; or whether `number` is taken. */
+async function duplicate(db: Knex, accountId: string, order: NewSalesOrder, number: string): Promise<ConflictError | boolean> {
+  const clashes: Array<Pick<SalesOrderRow, 'id' | 'sales_order_number' | 'integration_source_id'>> = await db('sales_orders')
     .where({ account_id: accountId })
     .where((query) => {
       query.where('sales_order_number', number);
@@ -137,99 +141,123 @@ async function duplicate(trx: Knex.Transaction, accountId: string, order: NewSal
   if (sameNumber && order.salesOrderNumber) {
     return new ConflictError(`A sales order with salesOrderNumber "${number}" already exists`, { existingId: sameNumber.id, salesOrderNumber: number });
   }
-  return undefined;
+  return sameNumber !== undefined;
 }
 
 /**
- * What the order's own statement decides, in the order the record has them. Its recorded event holds a blank for
- * each (a string no caller can send: the order's id is new), which that statement replaces in the stored text, so
- * that the event keeps the record's key order.
+ * What the order's statement decides, in the order the record has them. Its event is the order as toSalesOrder
+ * answers it, with a blank for each (a string no caller can send: the order's id is new) that the statement replaces
+ * in the event's text, so that the event keeps the record's key order.
  */
 const DECIDED = ['salesOrderNumber', 'createdAt', 'updatedAt'] as const;
 const blank = (orderId: string, field: (typeof DECIDED)[number]): string => `${orderId}:${field}`;
 
-/**
- * Inserts the order. Both unique keys are checked by the insert itself (`on conflict do nothing`: a racing identical
- * create waits for the first to commit, then inserts nothing), so a duplicate is a 409 naming the existing order
- * and never a database error inside the transaction. Without a number of the caller's, the account's counter is
- * bumped in the same statement, `SO-000042` from 42: its row stays locked until the commit, so that concurrent
- * creates take consecutive numbers and a rolled-back create gives its number back. A generated number a caller
- * already used explicitly is skipped. The same statement fills in the order's recorded `sales_order.created` event
- * (DECIDED), so that nothing but the commit follows the counter.
- */
-async function insertOrderRow(trx: Knex.Transaction, accountId: string, id: string, order: NewSalesOrder, eventId: string): Promise<SalesOrderRow> {
-  for (;;) {
-    const { rows: [row] } = await trx.raw<{ rows: Array<SalesOrderRow & { tried: string }> }>(
-      `with bumped as (
-         insert into account_counters as c (account_id, name, value) select ?::uuid, 'sales_order', 1 where ?::text is null
+/** A new order's lines, under ids of their own, as they will be stored, nothing reserved yet. */
+export function newLineRows(accountId: string, orderId: string, lines: NewLine[]): SalesOrderLineRow[] {
+  return lines.map((line, position) => ({
+    id: randomUUID(), account_id: accountId, sales_order_id: orderId, position, item_id: line.itemId, sku: line.sku,
+    quantity: line.quantity, price: line.price, quantity_fulfilled: 0, quantity_reserved: 0,
+    created_at: blank(orderId, 'createdAt'), updated_at: blank(orderId, 'updatedAt'),
+  }));
+}
+
+/** Why a create stopped (with a ClashDetail): its order inserted nothing, and the counter and reservations were undone. */
+const CLASH = 'the sales order clashed with another';
+
+interface ClashDetail {
+  number: string;
+  /** The counter's value the number came from; null for a number of the caller's. */
+  value: number | null;
+}
+
+/** The order's CTEs in its stock statement: counter, row, lines, its event, and a stop when it inserted nothing. */
+function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, draft: SalesOrder, lines: SalesOrderLineRow[]): StockStatementExtension {
+  const a = q.param(accountId, 'uuid');
+  const given = q.param(order.salesOrderNumber ?? null, 'text');
+  const replaced = [
+    ['salesOrderNumber', 'o.sales_order_number'], ['createdAt', isoTimestampSql('o.created_at')], ['updatedAt', isoTimestampSql('o.updated_at')],
+  ] as const;
+  const data = replaced.reduce((text, [field, value]) => `replace(${text}, ${q.param(JSON.stringify(blank(draft.id, field)), 'text')}, to_json(${value})::text)`,
+    q.param(JSON.stringify(draft), 'text'));
+  return {
+    ctes: [
+      `ctr as (insert into account_counters as c (account_id, name, value) select ${a}, 'sales_order', 1
+         where ${given} is null and not exists (select 1 from refused)
          on conflict (account_id, name) do update set value = c.value + 1, updated_at = now()
-         returning value
-       ), n as (
-         select ?::text as given where ?::text is not null
+         returning value)`,
+      `num as (select ${given} as number, null::bigint as value where ${given} is not null
          union all
-         select 'SO-' || case when value >= 1000000 then value::text else lpad(value::text, 6, '0') end from bumped
-       ), o as (
-         insert into sales_orders (id, account_id, sales_order_number, integration_source_id, customer_id, total)
-         select ?::uuid, ?::uuid, n.given, ?, ?::uuid, ?::numeric from n
+         select 'SO-' || case when value >= 1000000 then value::text else lpad(value::text, 6, '0') end, value from ctr)`,
+      `o as (insert into sales_orders (id, account_id, sales_order_number, integration_source_id, customer_id, total)
+         select ${q.param(draft.id, 'uuid')}, ${a}, num.number, ${q.param(order.integrationSourceId ?? null, 'text')},
+           ${q.param(order.customerId, 'uuid')}, ${q.param(String(order.total), 'numeric')} from num
+         where not exists (select 1 from refused)
          on conflict do nothing
-         returning *
-       ), event as (
-         update events e set data = replace(replace(replace(e.data::text,
-           ?, to_json(o.sales_order_number)::text),
-           ?, to_json(${isoTimestampSql('o.created_at')})::text),
-           ?, to_json(${isoTimestampSql('o.updated_at')})::text)::json
-         from o where e.id = ?::uuid
-       )
-       select o.*, n.given as tried from n left join o on true`,
-      [accountId, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null, order.salesOrderNumber ?? null,
-        id, accountId, order.integrationSourceId ?? null, order.customerId, String(order.total), ...DECIDED.map((field) => JSON.stringify(blank(id, field))), eventId],
-    );
-    if (row?.id) {
-      const { tried: _tried, ...inserted } = row;
-      return inserted;
-    }
-    const conflict = await duplicate(trx, accountId, order, row!.tried);
-    if (conflict) throw conflict;
-    if (order.salesOrderNumber) throw new ConflictError('The sales order conflicted with a concurrent change; retry it');
-  }
+         returning *)`,
+      `ln as (insert into sales_order_lines (id, account_id, sales_order_id, position, item_id, sku, quantity, price)
+         select l.id, ${a}, o.id, l.position, l.item_id, l.sku, l.quantity, l.price
+         from o, unnest(${q.column(lines, (line) => line.id, 'uuid')}, ${q.column(lines, (line) => line.position, 'integer')},
+           ${q.column(lines, (line) => line.item_id, 'uuid')}, ${q.column(lines, (line) => line.sku, 'text')},
+           ${q.column(lines, (line) => String(line.quantity), 'numeric')}, ${q.column(lines, (line) => String(line.price), 'numeric')})
+           as l(id, position, item_id, sku, quantity, price)
+         returning 1)`,
+    ],
+    events: `select 'sales_order.created' as type, ${data}::json as data, 1 as n from o`,
+    columns: [
+      `(select ${stopSql(q, CLASH, "jsonb_build_object('number', num.number, 'value', num.value)")} from num where not exists (select 1 from o)) as clash`,
+      `(select e.data from e where e.type = 'sales_order.created') as created`,
+    ],
+  };
 }
 
 /**
- * An order in two steps: its lines first, under an id of its own, then (after whatever else the create does with
- * them, such as reserving) its event and its row, which takes the account's order counter. The counter's row stays
- * locked from then to the commit, and every create of the account queues on it: taken last, it is held for one
- * statement rather than for the whole create. The lines' key to their order is checked at commit.
+ * Creates the order in one statement (applyStock's, with `reserve`, the reservations of its lines, if any): its
+ * lines, the account's counter bumped for its number when the caller sent none (`SO-000042` from 42), its row and
+ * its `sales_order.created` event. Both unique keys are checked by the insert itself (`on conflict do nothing`: a
+ * racing identical create waits for the first to commit, then inserts nothing), and an order that inserted nothing
+ * stops the statement, undoing the counter and the reservations, to answer a 409 naming the existing order. The
+ * counter's row stays locked for the one statement: concurrent creates take consecutive numbers, and a refused one
+ * gives its number back. A generated number a caller already used explicitly is skipped: the counter moves past it
+ * and the create runs again.
  */
-export async function insertLines(trx: Knex.Transaction, accountId: string, orderId: string, lines: NewLine[]): Promise<SalesOrderLineRow[]> {
-  const lineRows: SalesOrderLineRow[] = await trx('sales_order_lines')
-    .insert(lines.map((line, position) => ({
-      account_id: accountId,
-      sales_order_id: orderId,
-      position,
-      item_id: line.itemId,
-      sku: line.sku,
-      quantity: String(line.quantity),
-      price: String(line.price),
-    })))
-    .returning('*');
-  return lineRows.map((line) => ({ ...line, quantity_reserved: 0 }));
-}
-
-/** The order's row and its `sales_order.created` event. */
-export async function insertOrder(
-  trx: Knex.Transaction,
-  accountId: string,
-  orderId: string,
+export async function createSalesOrder(
+  db: Knex,
+  auth: { accountId: string; userId: string },
+  id: string,
   order: NewSalesOrder,
   lines: SalesOrderLineRow[],
-): Promise<SalesOrderWithLines> {
+  reserve: NewReservation[],
+): Promise<SalesOrder> {
+  const reserved = (line: SalesOrderLineRow) => fromMicros(reserve
+    .filter((reservation) => reservation.source.type === 'sales_order' && reservation.source.lineItemId === line.id)
+    .reduce((sum, reservation) => sum + toMicros(reservation.quantity), 0n));
   const draft = toSalesOrder({
-    id: orderId, account_id: accountId, sales_order_number: blank(orderId, 'salesOrderNumber'), integration_source_id: order.integrationSourceId ?? null,
+    id, account_id: auth.accountId, sales_order_number: blank(id, 'salesOrderNumber'), integration_source_id: order.integrationSourceId ?? null,
     customer_id: order.customerId, status: 'open', total: order.total, fulfilled_location_id: null,
-    created_at: blank(orderId, 'createdAt'), updated_at: blank(orderId, 'updatedAt'), lines, fulfillments: [],
+    created_at: blank(id, 'createdAt'), updated_at: blank(id, 'updatedAt'),
+    lines: lines.map((line) => ({ ...line, quantity_reserved: reserved(line) })), fulfillments: [],
   });
-  const [event] = await recordEvents(trx, accountId, [{ type: 'sales_order.created', data: draft }]);
-  return { ...await insertOrderRow(trx, accountId, orderId, order, event!.id), lines, fulfillments: [] };
+  for (;;) {
+    try {
+      const { row } = await applyStock<{ created: SalesOrder }>(db, { ...auth, reserve }, {
+        extend: (q) => orderStatement(q, auth.accountId, order, draft, lines),
+      });
+      return row.created;
+    } catch (error) {
+      const stop = stopOf(error);
+      if (stop?.reason !== CLASH) throw error;
+      const tried = stop.detail as ClashDetail;
+      const taken = await duplicate(db, auth.accountId, order, tried.number);
+      if (taken instanceof ConflictError) throw taken;
+      if (order.salesOrderNumber) throw new ConflictError('The sales order conflicted with a concurrent change; retry it');
+      // The counter moves past the number (the stop undid its move to it) once, by whichever create gets there first.
+      if (taken) {
+        await db.raw(`insert into account_counters as c (account_id, name, value) values (?, 'sales_order', ?)
+          on conflict (account_id, name) do update set value = excluded.value, updated_at = now() where c.value = excluded.value - 1`,
+        [auth.accountId, tried.value]);
+      }
+    }
+  }
 }
 
 /** Moves a locked order to `status`. */

@@ -16,7 +16,7 @@ import { fulfil } from './fulfillment.ts';
 import { SALES_ORDER_EVENTS, SALES_ORDER_FACTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
 import { orderLines, resolveSalesOrder, type OrderItems } from './lines.ts';
 import {
-  findSalesOrder, FULFILLMENT_TABLES, insertLines, insertOrder, listFulfillments, listSalesOrders, setStatus, toFulfillment, toSalesOrder, withLines,
+  createSalesOrder, findSalesOrder, FULFILLMENT_TABLES, listFulfillments, newLineRows, listSalesOrders, setStatus, toFulfillment, toSalesOrder, withLines,
   type SalesOrderRow, type SalesOrderWithLines,
 } from './queries.ts';
 import {
@@ -58,16 +58,11 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
     const lines = orderLines(body, resolved);
     const total = orderTotal(lines);
     if (total === undefined) throw ValidationError.of('lineItems' in body ? 'lineItems' : 'items', ORDER_TOTAL_TOO_LARGE);
-    return created(await db.transaction(async (trx) => {
-      const id = randomUUID();
-      const lineRows = await insertLines(trx, auth.accountId, id, lines);
-      const reserving = body.locationId
-        ? await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved({ id, lines: lineRows }, body.locationId) })
-        : undefined;
-      return toSalesOrder(await insertOrder(trx, auth.accountId, id, {
-        customerId: body.customerId, salesOrderNumber: body.salesOrderNumber, integrationSourceId: body.integrationSourceId, total,
-      }, reserving ? lineRows.map((line) => ({ ...line, quantity_reserved: line.quantity })) : lineRows));
-    }));
+    const id = randomUUID();
+    const lineRows = newLineRows(auth.accountId, id, lines);
+    return created(await createSalesOrder(db, auth, id, {
+      customerId: body.customerId, salesOrderNumber: body.salesOrderNumber, integrationSourceId: body.integrationSourceId, total,
+    }, lineRows, body.locationId ? unreserved({ id, lines: lineRows }, body.locationId) : []));
   },
 });
 
