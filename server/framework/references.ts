@@ -64,7 +64,7 @@ export function referenceProblems(references: Reference[], found: FoundRecord[])
 }
 
 /** One entry per reference the account does not hold (or holds archived, when `active`); one query. */
-export async function missingReferences(db: Knex, accountId: string, references: Reference[]): Promise<Problem[]> {
+async function missingReferences(db: Knex, accountId: string, references: Reference[]): Promise<Problem[]> {
   return referenceProblems(references, await findRecords(db, accountId, lookupsOf(references)));
 }
 

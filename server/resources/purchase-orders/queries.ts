@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
+import { listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import { listPartRecords, partLinesJson, partRecordCtes, withPartRecords, type NewPartRecord, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { PurchaseOrderStatus } from './lifecycle.ts';
@@ -104,11 +104,6 @@ export async function insertPurchaseOrder(trx: Knex.Transaction, accountId: stri
   return { ...order!, lines: lines.sort((a, b) => a.position - b.position), receipts: [] };
 }
 
-export async function findPurchaseOrder(db: Knex, accountId: string, id: string): Promise<PurchaseOrderWithLines | undefined> {
-  const order = await findOwned<PurchaseOrderRow>(db, 'purchase_orders', accountId, id);
-  return order && (await withLines(db, accountId, [order]))[0];
-}
-
 export async function listPurchaseOrders(db: Knex, accountId: string, filters: PurchaseOrderListQuery, page: PageRequest): Promise<PurchaseOrderWithLines[]> {
   const orders = await listOwned<PurchaseOrderRow>(db, 'purchase_orders', accountId, page, (query) => {
     if (filters.status !== undefined) query.where('status', filters.status);
@@ -120,8 +115,11 @@ export async function listPurchaseOrders(db: Knex, accountId: string, filters: P
 /** An order as a transition reads it: with its row's version (`xmin`), which any change to it or its lines moves. */
 export type VersionedPurchaseOrder = PurchaseOrderWithLines & { version: string };
 
-/** The order with its lines and receipts and its version, in one query (no lock: the transition's statement checks the version). */
-export async function readPurchaseOrder(db: Knex, accountId: string, id: string): Promise<VersionedPurchaseOrder | undefined> {
+/**
+ * The order with its lines and receipts and its version, in one query: what GET answers, and what a transition
+ * decides from (no lock: its statement checks the version).
+ */
+export async function findPurchaseOrder(db: Knex, accountId: string, id: string): Promise<VersionedPurchaseOrder | undefined> {
   if (!isUuid(id)) return undefined;
   const { rows: [row] } = await db.raw<{ rows: VersionedPurchaseOrder[] }>(
     `select o.*, o.xmin::text as version,

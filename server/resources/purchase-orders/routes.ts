@@ -16,7 +16,7 @@ import {
   type PurchaseOrderStatus,
 } from './lifecycle.ts';
 import {
-  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, readPurchaseOrder, RECEIPT_TABLES, STALE, toPurchaseOrder, toReceipt,
+  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, RECEIPT_TABLES, STALE, toPurchaseOrder, toReceipt,
   transitionStatement, type PurchaseOrderLineRow, type TransitionWrite, type VersionedPurchaseOrder,
 } from './queries.ts';
 import {
@@ -88,7 +88,7 @@ function plan(auth: ApiKeyIdentity, order: VersionedPurchaseOrder, operation: Pu
  */
 async function transition(db: Knex, auth: ApiKeyIdentity, id: string, operation: PurchaseOrderOperation, receiving?: Receiving) {
   for (;;) {
-    const order = await readPurchaseOrder(db, auth.accountId, id);
+    const order = await findPurchaseOrder(db, auth.accountId, id);
     if (!order) throw new NotFoundError('Purchase order');
     const { stock, write } = plan(auth, order, operation, receiving);
     try {

@@ -199,8 +199,7 @@ function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, d
          from o, unnest(${q.column(lines, (line) => line.id, 'uuid')}, ${q.column(lines, (line) => line.position, 'integer')},
            ${q.column(lines, (line) => line.item_id, 'uuid')}, ${q.column(lines, (line) => line.sku, 'text')},
            ${q.column(lines, (line) => String(line.quantity), 'numeric')}, ${q.column(lines, (line) => String(line.price), 'numeric')})
-           as l(id, position, item_id, sku, quantity, price)
-         returning 1)`,
+           as l(id, position, item_id, sku, quantity, price))`,
     ],
     events: `select 'sales_order.created' as type, ${data}::json as data, 1 as n from o`,
     columns: [
