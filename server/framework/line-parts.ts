@@ -199,3 +199,25 @@ export async function insertPartRecord<Line extends OrderLine>(
   const q = new Statement();
   await runStatement(trx, q, `with ${partRecordCtes(q, accountId, userId, tables, record).join(',\n')} select 1`);
 }
+
+/** `record` as it reads back once stored at `now` (a string standing for its statement's time), for the order's record after it. */
+export function storedPartRecord<Line extends OrderLine, Row extends PartRecordRow>(
+  tables: PartRecordTables,
+  auth: { accountId: string; userId: string },
+  record: NewPartRecord<Line>,
+  now: string,
+): Row {
+  return {
+    id: record.id, account_id: auth.accountId, [tables.orderId]: record.orderId, location_id: record.locationId, reference: record.reference,
+    created_by: auth.userId, created_at: now, updated_at: now,
+    lines: record.parts.map((part) => ({ [tables.field]: part.line.id, itemId: part.line.item_id, quantity: part.quantity })),
+  } as unknown as Row;
+}
+
+/** What each line has had (`tables.done`) once `parts` are added. */
+export function linesAfter<Line extends OrderLine>(lines: Line[], parts: Array<LinePart<Line>>, tables: Pick<PartRecordTables, 'done'>): Line[] {
+  const added = new Map<string, bigint>();
+  for (const part of parts) added.set(part.line.id, (added.get(part.line.id) ?? 0n) + toMicros(part.quantity));
+  const done = (line: Line) => toMicros((line as unknown as Record<string, number>)[tables.done]!);
+  return lines.map((line) => (added.has(line.id) ? { ...line, [tables.done]: fromMicros(done(line) + added.get(line.id)!) } : line));
+}

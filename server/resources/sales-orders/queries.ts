@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { applyStock, type NewReservation, type StockStatementExtension } from '../../../db/stock.ts';
-import { stopOf, stopSql, type Statement } from '../../../db/statement.ts';
+import { applyStock, type NewReservation, type ReservationRow, type StockStatementExtension } from '../../../db/stock.ts';
+import { rowsJson, stopOf, stopSql, type Statement } from '../../../db/statement.ts';
 import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { ConflictError } from '../../../shared/errors.ts';
-import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
-import { listPartRecords, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import { isUuid } from '../../../shared/guards.ts';
+import { listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
+import { listPartRecords, partLinesJson, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import type { OrderTable, Versioned } from '../../framework/order-writes.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
 import type { SalesOrderStatus } from './lifecycle.ts';
@@ -99,10 +101,45 @@ export async function withLines(db: Knex, accountId: string, orders: SalesOrderR
 export const listFulfillments = (db: Knex, accountId: string, orderId: string, page: PageRequest) =>
   listPartRecords<FulfillmentRow>(db, accountId, FULFILLMENT_TABLES, orderId, page);
 
-export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<SalesOrderWithLines | undefined> {
-  const row = await findOwned<SalesOrderRow>(db, 'sales_orders', accountId, id);
-  return row && (await withLines(db, accountId, [row]))[0];
+/** An order as an operation reads it: with its open reservations, and the version of its row and theirs. */
+export type VersionedSalesOrder = SalesOrderWithLines & Versioned & { reservations: ReservationRow[] };
+
+/**
+ * The order with its lines (each with what it holds reserved), its fulfilments, its open reservations and its
+ * version, in one query: what GET answers, and what an operation decides from (no lock: its statement checks the
+ * version, which any change to the order's row or to one of its open reservations moves).
+ */
+export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<VersionedSalesOrder | undefined> {
+  if (!isUuid(id)) return undefined;
+  const { rows: [row] } = await db.raw<{ rows: VersionedSalesOrder[] }>(
+    `select o.*, o.xmin::text || '/' || coalesce((select string_agg(r.id::text || '.' || r.xmin::text, ',' order by r.id) from reservations r
+         where r.account_id = o.account_id and r.sales_order_id = o.id and r.status = 'open'), '') as version,
+       ${rowsJson(`(select l.*, coalesce((select sum(r.quantity) from reservations r where r.sales_order_line_id = l.id and r.status = 'open'), 0)
+         as quantity_reserved from sales_order_lines l where l.sales_order_id = o.id)`, 'x.position')} as lines,
+       ${rowsJson(`(select r.*, ${partLinesJson(FULFILLMENT_TABLES)} as lines from sales_fulfillments r where r.sales_order_id = o.id)`, 'x.created_at, x.id')} as fulfillments,
+       ${rowsJson(`(select * from reservations r where r.account_id = o.account_id and r.sales_order_id = o.id and r.status = 'open')`, 'x.id')} as reservations
+     from sales_orders o where o.account_id = ? and o.id = ?`,
+    [accountId, id],
+  );
+  return row;
 }
+
+/** The order's row and its open reservations as its operations lock them (the reservations in id order, as lockReservations does). */
+export const SALES_ORDERS: OrderTable & { noun: string } = {
+  table: 'sales_orders', noun: 'Sales order',
+  lock: (q, accountId, orderId) => {
+    const a = q.param(accountId, 'uuid');
+    const o = q.param(orderId, 'uuid');
+    return {
+      ctes: [
+        `po as materialized (select id, xmin::text as version from sales_orders where account_id = ${a} and id = ${o} for update)`,
+        `rl as materialized (select id, xmin::text as version from reservations
+           where account_id = ${a} and sales_order_id = ${o} and status = 'open' order by id for update)`,
+      ],
+      version: `select (select version from po) || '/' || coalesce((select string_agg(id::text || '.' || version, ',' order by id) from rl), '')`,
+    };
+  },
+};
 
 export async function listSalesOrders(db: Knex, accountId: string, filters: SalesOrderListQuery, page: PageRequest): Promise<SalesOrderWithLines[]> {
   const rows = await listOwned<SalesOrderRow>(db, 'sales_orders', accountId, page, (query) => {
@@ -257,18 +294,4 @@ export async function createSalesOrder(
       }
     }
   }
-}
-
-/** Moves a locked order to `status`. */
-export async function setStatus(
-  trx: Knex.Transaction,
-  order: SalesOrderWithLines,
-  status: SalesOrderStatus,
-  values: Partial<Pick<SalesOrderRow, 'fulfilled_location_id'>> = {},
-): Promise<SalesOrderWithLines> {
-  const [row] = await trx('sales_orders')
-    .where({ account_id: order.account_id, id: order.id })
-    .update({ ...values, status, updated_at: trx.fn.now() })
-    .returning('*');
-  return (await withLines(trx, order.account_id, [row]))[0]!;
 }
