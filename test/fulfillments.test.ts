@@ -239,7 +239,7 @@ test.serial('a fulfilment is a read and one write; a reservation of the order ch
   const s = await warehouse(h);
   await stock(s, s.boltId, 10);
   await stock(s, s.nutId, 10);
-  const { order, bolt } = await orderOf(s, { locationId: s.mainId });
+  const { order } = await orderOf(s, { locationId: s.mainId });
 
   const sent = await statementsOf(async () => t.is((await s.api.post(`/sales-orders/${order.id}/fulfill`, { locationId: s.mainId })).status, 200));
   // The route first checks the location is the account's (its resolve).
