@@ -5,8 +5,7 @@
 // first one's status, as it would have under a lock held across round trips, but no lock is held across one.
 import type { Knex } from 'knex';
 import { applyStock, type StockOperation, type StockStatementExtension } from '../../db/stock.ts';
-import { stopOf, stopSql, type Statement } from '../../db/statement.ts';
-import { isoTimestampSql } from '../../db/timestamps.ts';
+import { stampedJson, stopOf, stopSql, type Statement } from '../../db/statement.ts';
 import { NotFoundError } from '../../shared/errors.ts';
 import { partRecordCtes, type NewPartRecord, type OrderLine, type PartRecordTables } from './line-parts.ts';
 
@@ -52,8 +51,7 @@ function orderCtes(q: Statement, auth: { accountId: string; userId: string }, or
   const current = `(${locks.version}) = ${q.param(order.version, 'text')}`;
   const gate = `${current} and not exists (select 1 from refused)`;
   const set = Object.entries(write.set(q)).map(([column, value]) => `${column} = ${value}, `).join('');
-  const record = `replace(${q.param(JSON.stringify(write.record), 'text')}, ${q.param(JSON.stringify(write.now), 'text')},
-    to_json((select ${isoTimestampSql('ou.updated_at')} from ou))::text)::json`;
+  const record = stampedJson(q, write.record, write.now, '(select updated_at from ou)');
   return {
     ctes: [
       ...locks.ctes,
