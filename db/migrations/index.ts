@@ -1,6 +1,7 @@
 import { runMigrations as runWorkerMigrations } from 'graphile-worker';
 import type { Knex } from 'knex';
 import pg from 'pg';
+import { DISPATCH_EVENT_TASK } from '../../shared/events.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { toWorkerLogger } from '../../shared/worker-logger.ts';
 import { connectionSettings } from '../connection.ts';
@@ -77,6 +78,12 @@ const PLAN_EVERY_ENQUEUE = `do $$
     end loop;
   end $$`;
 
+/**
+ * The dispatch task's row in graphile-worker's task table, which add_jobs would create on first use: events' fan-out
+ * jobs are inserted by the statements that record the events (see eventCtes), which take its id.
+ */
+const ENSURE_DISPATCH_TASK = `insert into graphile_worker._private_tasks (identifier) values ('${DISPATCH_EVENT_TASK}') on conflict do nothing`;
+
 /** Brings the database to the latest schema: ours through knex, then graphile-worker's, so the web process can enqueue before any worker has run. */
 export async function migrateLatest(connectionString: string): Promise<string[]> {
   const db = createDb(connectionString, 1);
@@ -92,6 +99,7 @@ export async function migrateLatest(connectionString: string): Promise<string[]>
       await pgPool.end();
     }
     await db.raw(PLAN_EVERY_ENQUEUE);
+    await db.raw(ENSURE_DISPATCH_TASK);
     return applied;
   } finally {
     await db.destroy();
