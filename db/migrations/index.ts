@@ -23,6 +23,7 @@ import * as rateLimits from './014_rate_limits.ts';
 import * as eventRetention from './015_event_retention.ts';
 import * as oneStatementWrites from './016_one_statement_writes.ts';
 import * as statementStops from './017_statement_stops.ts';
+import * as hotPathKeys from './018_hot_path_keys.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -48,6 +49,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '015_event_retention': eventRetention,
   '016_one_statement_writes': oneStatementWrites,
   '017_statement_stops': statementStops,
+  '018_hot_path_keys': hotPathKeys,
 };
 
 /** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */
