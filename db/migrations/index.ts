@@ -24,6 +24,7 @@ import * as eventRetention from './015_event_retention.ts';
 import * as oneStatementWrites from './016_one_statement_writes.ts';
 import * as statementStops from './017_statement_stops.ts';
 import * as hotPathKeys from './018_hot_path_keys.ts';
+import * as orderNumberSequences from './019_order_number_sequences.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -50,6 +51,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '016_one_statement_writes': oneStatementWrites,
   '017_statement_stops': statementStops,
   '018_hot_path_keys': hotPathKeys,
+  '019_order_number_sequences': orderNumberSequences,
 };
 
 /** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */
