@@ -66,18 +66,17 @@ async function seedRows(db: Knex, accountId: string, userId: string, sizes: Seed
   await db.raw(`create table bench_customers as select id, row_number() over (order by created_at, id)::int as n from customers where account_id = ?`, [accountId]);
   await db.raw('create unique index on bench_items (n)');
 
-  // Movements only add stock, so every level they sum to is positive. The levels first: each movement references its level.
-  const movements = `select i.id as item_id, l.id as location_id, 1 + g % 20 as quantity, t
+  // Movements only add stock, so every level they sum to is positive.
+  await run(`insert into stock_movements (account_id, item_id, location_id, quantity, type, reason, source_type, source_id, created_by, created_at, updated_at)
+    select ?, i.id, l.id, 1 + g % 20, 'adjustment', 'seed', 'stock_adjustment', gen_random_uuid(), ?::uuid, t, t
     from generate_series(1, ?::int) g
     join bench_items i on i.n = 1 + (g::bigint * 7919) % ?::int
     join bench_locations l on l.n = 1 + (g / 7) % ?::int,
-    lateral (select timestamptz '2025-03-01' + g * interval '100 milliseconds' as t) at`;
-  const series = [sizes.movements, sizes.items, sizes.locations];
+    lateral (select timestamptz '2025-03-01' + g * interval '100 milliseconds' as t) at`,
+  [userId, sizes.movements, sizes.items, sizes.locations]);
   await run(`insert into stock_levels (account_id, item_id, location_id, quantity, created_at, updated_at)
-    select ?, item_id, location_id, sum(quantity), min(t), max(t) from (${movements}) m group by item_id, location_id`, series);
-  await run(`insert into stock_movements (account_id, item_id, location_id, quantity, type, reason, source_type, source_id, created_by, created_at, updated_at)
-    select ?, item_id, location_id, quantity, 'adjustment', 'seed', 'stock_adjustment', gen_random_uuid(), ?::uuid, t, t from (${movements}) m`,
-  [userId, ...series]);
+    select ?, item_id, location_id, sum(quantity), min(created_at), max(created_at)
+    from stock_movements where account_id = ? group by item_id, location_id`, [accountId]);
 
   await run(`insert into sales_orders (account_id, sales_order_number, customer_id, status, total, created_at, updated_at)
     select ?, 'SEED-' || lpad(g::text, 7, '0'), c.id, 'open', 0, t, t

@@ -1,8 +1,7 @@
 // Partial fulfilment: an order shipped in parts, from several locations, with its reservations consumed and released.
 import test from 'ava';
-import { eventually } from './helpers/eventually.ts';
 import { useHarness } from './helpers/harness.ts';
-import { statementsOf } from './helpers/statements.ts';
+import { statementsOf, waitsForLock } from './helpers/statements.ts';
 import { footprint } from './helpers/ledger.ts';
 import { consistent, eventsOf, levelOf, stock, warehouse, type Warehouse } from './helpers/warehouse.ts';
 
@@ -254,8 +253,7 @@ test.serial('a fulfilment is a read and one write; a reservation of the order ch
   let shipping: ReturnType<typeof ship> | undefined;
   const statements = await statementsOf(async () => {
     shipping = ship(s, second.id, { locationId: s.mainId, lines: [{ lineItemId: secondBolt, quantity: 5 }] });
-    t.true(await eventually(async () => (await h.db.raw(`select 1 from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock'`)).rows.length === 1), 'the fulfilment waits for the reservation');
+    t.true(await waitsForLock(h.db), 'the fulfilment waits for the reservation');
     await holder('reservations').where({ id: held.id }).update({ reference: 'Changed meanwhile', updated_at: h.db.fn.now() });
     await holder.commit();
     await shipping;

@@ -4,8 +4,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { createDb } from '../db/knex.ts';
 import { moveStock } from '../db/stock.ts';
-import { eventually } from './helpers/eventually.ts';
-import { statementsOf } from './helpers/statements.ts';
+import { statementsOf, waitsForLock } from './helpers/statements.ts';
 import { useHarness } from './helpers/harness.ts';
 import { footprint } from './helpers/ledger.ts';
 import { consistent, eventsOf, levelOf, stock, warehouse } from './helpers/warehouse.ts';
@@ -107,8 +106,7 @@ test.serial('a count is its lookups and one write; a level that changed between 
   let counting: Promise<{ status: number; body: { id: string; lines: unknown[] } }> | undefined;
   const statements = await statementsOf(async () => {
     counting = s.api.post('/stock-counts', { locationId: s.mainId, lines: [{ itemId: s.boltId, countedQuantity: 4 }] });
-    t.true(await eventually(async () => (await h.db.raw(`select 1 from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock'`)).rows.length === 1), 'the count waits for the level');
+    t.true(await waitsForLock(h.db), 'the count waits for the level');
     await holder.commit();
     await counting;
   });
