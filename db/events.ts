@@ -43,11 +43,11 @@ async function insertEvents(trx: Knex.Transaction, accountId: string, events: Ar
  * (fan-out) job per event with `also`. The statement must read `j` (a select CTE runs only when read): `(select jobs from j)`.
  *
  * The dispatch jobs are inserted as add_jobs would insert them, but by the statement itself: add_jobs is a PL/pgSQL
- * function of four statements, planned on every call (see PLAN_EVERY_ENQUEUE), which cost a write more of
- * PostgreSQL's time than the rest of it. Nothing of add_jobs' work applies to them: their task exists
- * (ensureDispatchTask, at migration), they have no queue, and their keys are new (an event's id), so that no job holds
- * one yet. The `jobs:insert` notification wakes the workers as add_jobs' does. `also` (jobs of other kinds, with keys
- * that may be taken) still goes through add_jobs.
+ * function of four statements, planned on every call (see PLAN_EVERY_ENQUEUE), a third of an adjustment's statement.
+ * Nothing else of add_jobs' work applies to them: their task exists (ENSURE_DISPATCH_TASK, at migration), they have
+ * no queue, and their keys are new (an event's id), so that no job holds one yet. The `jobs:insert` notification
+ * wakes the workers as add_jobs' does. `also` (jobs of other kinds, with keys that may be taken) still goes through
+ * add_jobs.
  */
 export function eventCtes(statement: Statement, accountId: string, source: string, also: JobSpec[]): string {
   const others = also.length
