@@ -589,6 +589,8 @@ export const STALE_CONFLICT = 'A line\'s `expectedQuantity` is no longer the lev
 
 /** Why a count's statement stopped: a level it counted is not at what the count took it to be (detail: those lines, as they are). */
 const COUNT_STALE = 'a counted level is not at what the count took it to be';
+/** Why a count's statement stopped: a level it counted was created since the statement began (the count runs again). */
+const COUNT_MISSED = 'a counted level was created meanwhile';
 
 /** The levels of `lines` as they stand (0 when missing), in one query. */
 async function readLevels(db: Knex, accountId: string, lines: CountLine[]): Promise<Map<string, bigint>> {
@@ -633,6 +635,7 @@ export async function countStock<Row>(
       return { lines: lines.map((line) => ({ ...line, level: result.level(line.itemId, line.locationId) })), row: result.row };
     } catch (error) {
       const stop = stopOf(error);
+      if (stop?.reason === COUNT_MISSED) continue;
       if (stop?.reason !== COUNT_STALE) throw error;
       const stale = (stop.detail as Array<{ itemId: string; quantity: string }>).flatMap(({ itemId, quantity }) => {
         const line = op.lines.find((entry) => entry.itemId === itemId)!;
@@ -656,12 +659,12 @@ export async function countStock<Row>(
 function countCtes(q: Statement, lines: Array<CountLine & { previous: number }>, extension: StockStatementExtension): StockStatementExtension {
   const counted = `unnest(${q.column(lines, (line) => line.itemId, 'uuid')}, ${q.column(lines, (line) => line.locationId, 'uuid')},
     ${q.column(lines, (line) => String(line.previous), 'numeric')}, ${q.column(lines, (line) => String(line.counted), 'numeric')}) as c(item_id, location_id, previous, counted)`;
-  const stop = (levels: string, quantity: string, differs: string) => `(select ${stopSql(q, COUNT_STALE,
-    `jsonb_agg(jsonb_build_object('itemId', c.item_id, 'quantity', (${quantity})::text))`)}
+  const stop = (reason: string, levels: string, differs: string) => `(select ${stopSql(q, reason,
+    "jsonb_agg(jsonb_build_object('itemId', c.item_id, 'quantity', coalesce(l.quantity, 0)::text))")}
     from ${counted} left join ${levels} l on l.item_id = c.item_id and l.location_id = c.location_id where ${differs} having count(*) > 0)`;
   return {
     ...extension,
-    guards: [`${stop('lk', 'coalesce(l.quantity, 0)', 'coalesce(l.quantity, 0) <> c.previous')} as stale_count`, ...extension.guards ?? []],
-    columns: [...extension.columns ?? [], `${stop('lv', 'l.quantity', 'l.quantity <> c.counted')} as changed_count`],
+    guards: [`${stop(COUNT_STALE, 'lk', 'coalesce(l.quantity, 0) <> c.previous')} as stale_count`, ...extension.guards ?? []],
+    columns: [...extension.columns ?? [], `${stop(COUNT_MISSED, 'lv', 'l.quantity <> c.counted')} as missed_count`],
   };
 }

@@ -8,7 +8,7 @@ import { ConflictError, type Problem } from '../../shared/errors.ts';
 import { isRecord, isUuid } from '../../shared/guards.ts';
 import { withChildren, type OwnedRow } from './crud.ts';
 import { fetchPage, type PageRequest } from './pagination.ts';
-import { runStatement, Statement } from '../../db/statement.ts';
+import type { Statement } from '../../db/statement.ts';
 
 export interface OrderLine {
   id: string;
@@ -186,18 +186,6 @@ export function partRecordCtes<Line extends OrderLine>(
        from unnest(${lineIds}, ${quantities}) as p(line_id, quantity)
        where l.account_id = ${a} and l.id = p.line_id and ${gate})`,
   ];
-}
-
-/** The record, its lines, and what each order line has had, in one statement in `trx`. */
-export async function insertPartRecord<Line extends OrderLine>(
-  trx: Knex.Transaction,
-  accountId: string,
-  userId: string,
-  tables: PartRecordTables,
-  record: NewPartRecord<Line>,
-): Promise<void> {
-  const q = new Statement();
-  await runStatement(trx, q, `with ${partRecordCtes(q, accountId, userId, tables, record).join(',\n')} select 1`);
 }
 
 /** `record` as it reads back once stored at `now` (a string standing for its statement's time), for the order's record after it. */
