@@ -42,12 +42,19 @@ function normaliseEmail(email: string): string {
   return value;
 }
 
+/** The sequence an account's generated sales order numbers come from (`SO-000042` from 42). */
+export const orderNumberSequence = (accountId: string): string => `sales_order_numbers_${accountId.replaceAll('-', '')}`;
+
+/** orderNumberSequence in SQL, over a uuid expression: the sequence as a regclass, for nextval. */
+export const orderNumberSequenceSql = (accountId: string): string => `('sales_order_numbers_' || replace(${accountId}::text, '-', ''))::regclass`;
+
 export async function createAccount(db: Knex, name: string, email: string): Promise<{ accountId: string; userId: string }> {
   if (!name.trim()) throw new AccountError('The account name must not be blank');
   const userEmail = normaliseEmail(email);
   return db.transaction(async (trx) => {
     const [account] = await trx('accounts').insert({ name: name.trim() }).returning('id');
     const [user] = await trx('users').insert({ account_id: account.id, email: userEmail }).returning('id');
+    await trx.raw('create sequence ?? as bigint', [orderNumberSequence(account.id)]);
     return { accountId: account.id as string, userId: user.id as string };
   });
 }

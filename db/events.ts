@@ -39,23 +39,35 @@ async function insertEvents(trx: Knex.Transaction, accountId: string, events: Ar
 
 /**
  * The CTEs that record events and enqueue their jobs inside a statement: `e`, the events inserted from `source` (a
- * select of `type`, `data` as json, keeping the record's key order, and `n`, their order), and `j`, one dispatch (fan-out) job per event with `also`.
- * The statement must read `j` (a select CTE runs only when read): `(select jobs from j)`.
+ * select of `type`, `data` as json, keeping the record's key order, and `n`, their order), and `j`, one dispatch
+ * (fan-out) job per event with `also`. The statement must read `j` (a select CTE runs only when read): `(select jobs from j)`.
+ *
+ * The dispatch jobs are inserted as add_jobs would insert them, but by the statement itself: add_jobs is a PL/pgSQL
+ * function of four statements, planned on every call (see PLAN_EVERY_ENQUEUE), a third of an adjustment's statement.
+ * Nothing else of add_jobs' work applies to them: their task exists (ENSURE_DISPATCH_TASK, at migration), they have
+ * no queue, and their keys are new (an event's id), so that no job holds one yet. The `jobs:insert` notification
+ * wakes the workers as add_jobs' does. `also` (jobs of other kinds, with keys that may be taken) still goes through
+ * add_jobs.
  */
 export function eventCtes(statement: Statement, accountId: string, source: string, also: JobSpec[]): string {
+  const others = also.length
+    ? ` + (select count(*) from graphile_worker.add_jobs(array(
+         select json_populate_recordset(null::graphile_worker.job_spec, ${statement.param(JSON.stringify(also), 'json')}))))`
+    : '';
   return `e as (
        insert into events (account_id, type, data)
        select ${statement.param(accountId, 'uuid')}, x.type, x.data from (${source}) x order by x.n
        returning id, type, data, created_at, seq
+     ), jd as (
+       -- Each event's fan-out job: DispatchEventPayload, keyed by dispatchJobKey.
+       insert into graphile_worker._private_jobs (task_id, payload, key)
+       select (select t.id from graphile_worker._private_tasks t where t.identifier = ${statement.param(DISPATCH_EVENT_TASK, 'text')}),
+         json_build_object('eventId', e.id), ${jobKeySql(dispatchJobKey, 'e.id')}
+       from e
+       returning 1
      ), j as (
-       select count(*) as jobs from graphile_worker.add_jobs(array(
-         -- Each event's fan-out job: DispatchEventPayload, keyed by dispatchJobKey.
-         select json_populate_record(null::graphile_worker.job_spec,
-           json_build_object('identifier', ${statement.param(DISPATCH_EVENT_TASK, 'text')}, 'payload', json_build_object('eventId', e.id),
-             'job_key', ${jobKeySql(dispatchJobKey, 'e.id')}))
-         from e
-         union all
-         select json_populate_recordset(null::graphile_worker.job_spec, ${statement.param(JSON.stringify(also), 'json')})))
+       select n${others} as jobs, case when n > 0 then pg_notify('jobs:insert', json_build_object('count', n)::text) end as woken
+       from (select count(*) as n from jd) x
      )`;
 }
 

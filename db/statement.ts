@@ -56,6 +56,13 @@ export async function runStatement<Row>(db: Knex, statement: Statement, text: st
 export const rowsJson = (from: string, order: string): string => `(select coalesce(json_agg(to_jsonb(x) || jsonb_build_object(
     'created_at', ${isoTimestampSql('x.created_at')}, 'updated_at', ${isoTimestampSql('x.updated_at')}) order by ${order}), '[]') from ${from} x)`;
 
+/**
+ * `record` as JSON, with `now` (a string nobody can have sent, wherever the record holds the statement's time)
+ * replaced by `at` (a timestamptz expression) as isoTimestamp writes it: a record built before its statement ran.
+ */
+export const stampedJson = (statement: Statement, record: unknown, now: string, at: string): string =>
+  `replace(${statement.param(JSON.stringify(record), 'text')}, ${statement.param(JSON.stringify(now), 'text')}, to_json(${isoTimestampSql(at)})::text)::json`;
+
 /** Where a statement stopped itself (stockroom_stop, migration 017): its reason and detail. */
 export interface Stop {
   reason: string;

@@ -23,7 +23,7 @@ import {
   type ReservationStatus, type SourceType,
 } from '../shared/stock.ts';
 import { eventCtes } from './events.ts';
-import { runStatement, Statement } from './statement.ts';
+import { runStatement, Statement, stopOf, stopSql } from './statement.ts';
 import { isoTimestampSql, type Timestamp } from './timestamps.ts';
 
 export interface StockChange {
@@ -77,6 +77,8 @@ export interface StockOperation {
   close?: ClosingReservation[];
   /** Changes to what is still to be received (signed). */
   expect?: Array<{ itemId: string; locationId: string; quantity: number }>;
+  /** Levels locked and answered (`level()`) without being changed, created at 0 when missing: those a count found as they were. */
+  hold?: Array<{ itemId: string; locationId: string }>;
 }
 
 export interface AppliedMovement {
@@ -263,9 +265,6 @@ function refused(refusals: Array<Shortage | Overflow>): ConflictError {
   return new ConflictError(message, { ...first, overflows });
 }
 
-const levelNumbers = (state: LevelState) =>
-  ({ quantity: fromMicros(state.quantity), reserved: fromMicros(state.reserved), incoming: fromMicros(state.incoming) });
-
 const stateOf = (row: { quantity: string; reserved: string; incoming: string }): LevelState =>
   ({ quantity: toMicros(row.quantity), reserved: toMicros(row.reserved), incoming: toMicros(row.incoming) });
 
@@ -310,23 +309,6 @@ const reservationJson = (r: string, more = '') => `json_build_object('id', ${r}.
   'createdBy', ${r}.created_by, 'createdAt', ${isoTimestampSql(`${r}.created_at`)}, 'updatedAt', ${isoTimestampSql(`${r}.updated_at`)}${more})`;
 
 
-/**
- * Locks the levels of `keys` until the transaction ends, creating the missing ones at 0, in the global order, and
- * reads them exactly: one statement whatever their number.
- */
-async function lockLevels(trx: Knex.Transaction, accountId: string, keys: Array<{ itemId: string; locationId: string }>): Promise<Map<string, LevelState>> {
-  const unique = [...new Map(keys.map((key) => [levelKey(key), key])).values()];
-  const { rows } = await trx.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: string; reserved: string; incoming: string }> }>(
-    `insert into stock_levels (account_id, item_id, location_id)
-     select ?::uuid, c.item_id, c.location_id from unnest(?::uuid[], ?::uuid[]) as c(item_id, location_id)
-     order by c.item_id, c.location_id
-     on conflict (account_id, item_id, location_id) do update set quantity = stock_levels.quantity
-     returning item_id, location_id, quantity::text as quantity, reserved::text as reserved, incoming::text as incoming`,
-    [accountId, unique.map((key) => key.itemId), unique.map((key) => key.locationId)] as Knex.Value[],
-  );
-  return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), stateOf(row)]));
-}
-
 /** The net change of every level an operation touches, summed exactly, in the global order (item, then location). */
 function deltasOf(op: StockOperation): LevelDelta[] {
   const deltas = new Map<string, LevelDelta>();
@@ -353,6 +335,7 @@ function deltasOf(op: StockOperation): LevelDelta[] {
   }
   for (const closing of op.close ?? []) at(closing.row.item_id, closing.row.location_id).reserved -= toMicros(closing.quantity);
   for (const expected of op.expect ?? []) at(expected.itemId, expected.locationId).incoming += toMicros(expected.quantity);
+  for (const held of op.hold ?? []) at(held.itemId, held.locationId);
   return [...deltas.values()].sort((a, b) => a.itemId.localeCompare(b.itemId) || a.locationId.localeCompare(b.locationId));
 }
 
@@ -437,7 +420,8 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
        select ${a}, d.item_id, d.location_id, greatest(d.dq, 0), greatest(d.dr, 0), greatest(d.di, 0) from d
        where not exists (select 1 from refused) order by d.item_id, d.location_id
        on conflict (account_id, item_id, location_id) do update set (quantity, reserved, incoming, updated_at) = (
-         select s.quantity + d.dq, s.reserved + d.dr, greatest(s.incoming + d.di, 0), now()
+         select s.quantity + d.dq, s.reserved + d.dr, greatest(s.incoming + d.di, 0),
+           case when d.dq = 0 and d.dr = 0 and d.di = 0 then s.updated_at else now() end
          from d where d.item_id = excluded.item_id and d.location_id = excluded.location_id)
        returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming)`,
     `mv as (insert into stock_movements (id, account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
@@ -603,40 +587,84 @@ export interface CountedLine extends CountLine {
 export const STALE_CONFLICT = 'A line\'s `expectedQuantity` is no longer the level\'s `quantity` (it changed since it was read): `stale` names '
   + 'every such line (`itemId`, `expectedQuantity`, `quantity`); nothing was written. Read the levels again and recount or resend.';
 
+/** Why a count's statement stopped: a level it counted is not at what the count took it to be (detail: those lines, as they are). */
+const COUNT_STALE = 'a counted level is not at what the count took it to be';
+/** Why a count's statement stopped: a level it counted was created since the statement began (the count runs again). */
+const COUNT_MISSED = 'a counted level was created meanwhile';
+
+/** The levels of `lines` as they stand (0 when missing), in one query. */
+async function readLevels(db: Knex, accountId: string, lines: CountLine[]): Promise<Map<string, bigint>> {
+  const { rows } = await db.raw<{ rows: Array<{ item_id: string; location_id: string; quantity: string }> }>(
+    `select s.item_id, s.location_id, s.quantity::text as quantity from stock_levels s
+     join unnest(?::uuid[], ?::uuid[]) as c(item_id, location_id) on s.item_id = c.item_id and s.location_id = c.location_id
+     where s.account_id = ?`,
+    [lines.map((line) => line.itemId), lines.map((line) => line.locationId), accountId] as Knex.Value[],
+  );
+  return new Map(rows.map((row) => [levelKey({ itemId: row.item_id, locationId: row.location_id }), toMicros(row.quantity)]));
+}
+
 /**
- * Sets levels to what was counted: under the levels' locks, each line's difference from what is on hand becomes a
- * `count` movement (none when they are equal), a physical fact that may leave a level oversold. A line whose
- * `expected` is no longer on hand makes the whole count a 409 naming every such line: a compare-and-set, so that a
- * count taken before other changes never silently overwrites them.
+ * Sets levels to what was counted. Each line's difference from what is on hand becomes a `count` movement (none when
+ * they are equal), a physical fact that may leave a level oversold. What is on hand is the line's `expected` when
+ * given (a compare-and-set, so that a count taken before other changes never silently overwrites them), else the level
+ * as read. One statement (applyStock's, with the caller's record: `extend`) writes it all, if every level counted is
+ * still, under its lock, at what the count took it to be: else a line's `expected` makes the count a 409 naming every
+ * such line, and a level read makes the count run again.
  */
-export async function countStock(
-  trx: Knex.Transaction,
+export async function countStock<Row>(
+  db: Knex,
   op: { accountId: string; userId: string; reason: string | null; source: { type: SourceType; id: string }; lines: CountLine[] },
-): Promise<CountedLine[]> {
-  const now = await lockLevels(trx, op.accountId, op.lines);
-  const before = (line: CountLine) => now.get(levelKey(line))!;
-  const stale = op.lines
-    .filter((line) => line.expected !== undefined && toMicros(line.expected) !== before(line).quantity)
-    .map((line) => ({ itemId: line.itemId, locationId: line.locationId, expectedQuantity: line.expected, quantity: fromMicros(before(line).quantity) }));
-  if (stale.length) {
-    const [first] = stale;
-    throw new ConflictError(stale.length === 1
-      ? `The count is stale: item ${first!.itemId} was expected at ${first!.expectedQuantity} but is at ${first!.quantity}; nothing was changed`
-      : `The count is stale: ${stale.length} lines no longer hold their expectedQuantity; nothing was changed (see \`stale\`)`, { stale });
+  extend: (statement: Statement, lines: Array<CountLine & { previous: number; difference: number }>) => StockStatementExtension,
+): Promise<{ lines: CountedLine[]; row: Row }> {
+  for (;;) {
+    const unexpected = op.lines.filter((line) => line.expected === undefined);
+    const read = unexpected.length ? await readLevels(db, op.accountId, unexpected) : new Map<string, bigint>();
+    const lines = op.lines.map((line) => {
+      const previous = line.expected === undefined ? read.get(levelKey(line)) ?? 0n : toMicros(line.expected);
+      return { ...line, previous: fromMicros(previous), difference: fromMicros(toMicros(line.counted) - previous) };
+    });
+    try {
+      const result = await applyStock<Row>(db, {
+        accountId: op.accountId, userId: op.userId,
+        move: {
+          type: 'count', reason: op.reason, source: op.source,
+          changes: lines.flatMap((line) => (line.difference === 0 ? [] : [{ itemId: line.itemId, locationId: line.locationId, quantity: line.difference, physical: true }])),
+        },
+        hold: lines.filter((line) => line.difference === 0),
+      }, { extend: (q) => countCtes(q, lines, extend(q, lines)) });
+      return { lines: lines.map((line) => ({ ...line, level: result.level(line.itemId, line.locationId) })), row: result.row };
+    } catch (error) {
+      const stop = stopOf(error);
+      if (stop?.reason === COUNT_MISSED) continue;
+      if (stop?.reason !== COUNT_STALE) throw error;
+      const stale = (stop.detail as Array<{ itemId: string; quantity: string }>).flatMap(({ itemId, quantity }) => {
+        const line = op.lines.find((entry) => entry.itemId === itemId)!;
+        return line.expected === undefined ? [] : [{ itemId, locationId: line.locationId, expectedQuantity: line.expected, quantity: fromMicros(toMicros(quantity)) }];
+      });
+      if (stale.length) {
+        const [first] = stale;
+        throw new ConflictError(stale.length === 1
+          ? `The count is stale: item ${first!.itemId} was expected at ${first!.expectedQuantity} but is at ${first!.quantity}; nothing was changed`
+          : `The count is stale: ${stale.length} lines no longer hold their expectedQuantity; nothing was changed (see \`stale\`)`, { stale });
+      }
+    }
   }
-  const differences = op.lines.map((line) => toMicros(line.counted) - before(line).quantity);
-  const result = await applyStock(trx, {
-    accountId: op.accountId, userId: op.userId,
-    move: {
-      type: 'count', reason: op.reason, source: op.source,
-      changes: op.lines.flatMap((line, index) => (differences[index] === 0n ? []
-        : [{ itemId: line.itemId, locationId: line.locationId, quantity: fromMicros(differences[index]!), physical: true }])),
-    },
-  });
-  return op.lines.map((line, index) => ({
-    ...line,
-    previous: fromMicros(before(line).quantity),
-    difference: fromMicros(differences[index]!),
-    level: differences[index] === 0n ? snapshot(levelNumbers(before(line))) : result.level(line.itemId, line.locationId),
-  }));
+}
+
+/**
+ * A count's checks in its statement, around the caller's `extension`: before the levels are checked, every level
+ * counted must be, under its lock, at what the count took it to be; after they changed, at what was counted (a level
+ * created since the statement began is one the first check could not see).
+ */
+function countCtes(q: Statement, lines: Array<CountLine & { previous: number }>, extension: StockStatementExtension): StockStatementExtension {
+  const counted = `unnest(${q.column(lines, (line) => line.itemId, 'uuid')}, ${q.column(lines, (line) => line.locationId, 'uuid')},
+    ${q.column(lines, (line) => String(line.previous), 'numeric')}, ${q.column(lines, (line) => String(line.counted), 'numeric')}) as c(item_id, location_id, previous, counted)`;
+  const stop = (reason: string, levels: string, differs: string) => `(select ${stopSql(q, reason,
+    "jsonb_agg(jsonb_build_object('itemId', c.item_id, 'quantity', coalesce(l.quantity, 0)::text))")}
+    from ${counted} left join ${levels} l on l.item_id = c.item_id and l.location_id = c.location_id where ${differs} having count(*) > 0)`;
+  return {
+    ...extension,
+    guards: [`${stop(COUNT_STALE, 'lk', 'coalesce(l.quantity, 0) <> c.previous')} as stale_count`, ...extension.guards ?? []],
+    columns: [...extension.columns ?? [], `${stop(COUNT_MISSED, 'lv', 'l.quantity <> c.counted')} as missed_count`],
+  };
 }

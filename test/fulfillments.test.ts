@@ -1,6 +1,7 @@
 // Partial fulfilment: an order shipped in parts, from several locations, with its reservations consumed and released.
 import test from 'ava';
 import { useHarness } from './helpers/harness.ts';
+import { statementsOf, waitsForLock } from './helpers/statements.ts';
 import { footprint } from './helpers/ledger.ts';
 import { consistent, eventsOf, levelOf, stock, warehouse, type Warehouse } from './helpers/warehouse.ts';
 
@@ -230,6 +231,41 @@ test('race: a cancel and a fulfilment of one reserved order: one consistent end,
     if (shipped.status !== 201) t.like(shipped.body, { status: 'cancelled', operation: 'ship' });
   }
   t.like(await levelOf(s, s.boltId), { reserved: 0 });
+  await consistent(t, h, s.accountId);
+});
+
+test.serial('a fulfilment is a read and one write; a reservation of the order changed meanwhile makes it read again', async (t) => {
+  const s = await warehouse(h);
+  await stock(s, s.boltId, 10);
+  await stock(s, s.nutId, 10);
+  const { order } = await orderOf(s, { locationId: s.mainId });
+
+  const sent = await statementsOf(async () => t.is((await s.api.post(`/sales-orders/${order.id}/fulfill`, { locationId: s.mainId })).status, 200));
+  // The route first checks the location is the account's (its resolve).
+  t.is(sent.length, 3, sent.join('\n---\n'));
+  t.regex(sent[2]!, /for update[\s\S]*insert into stock_levels[\s\S]*insert into sales_fulfillments[\s\S]*update sales_orders[\s\S]*insert into events/);
+
+  // Another transaction holds one of the order's reservations while the fulfilment's write waits for it, then changes
+  // it and commits: the order's own row did not change, but what it holds did, so the fulfilment runs again on it.
+  const { order: second, bolt: secondBolt } = await orderOf(s, { locationId: s.mainId });
+  const holder = await h.db.transaction();
+  const held = await holder('reservations').where({ sales_order_line_id: secondBolt }).forUpdate().first();
+  let shipping: ReturnType<typeof ship> | undefined;
+  const statements = await statementsOf(async () => {
+    shipping = ship(s, second.id, { locationId: s.mainId, lines: [{ lineItemId: secondBolt, quantity: 5 }] });
+    t.true(await waitsForLock(h.db), 'the fulfilment waits for the reservation');
+    await holder('reservations').where({ id: held.id }).update({ reference: 'Changed meanwhile', updated_at: h.db.fn.now() });
+    await holder.commit();
+    await shipping;
+  });
+  const shipped = await shipping!;
+  t.is(shipped.status, 201, JSON.stringify(shipped.body));
+  const kinds = statements.map((text) => (/update sales_orders/.test(text) ? 'write' : /as version/.test(text) ? 'read' : 'the test\'s'));
+  t.deepEqual(kinds.filter((kind) => kind !== 'the test\'s'), ['read', 'write', 'read', 'write'], 'the first write stopped; the order was read again');
+  t.deepEqual(shipped.body.salesOrder.lineItems.map((line: { quantityFulfilled: number; quantityReserved: number }) => [line.quantityFulfilled, line.quantityReserved]), [[5, 0], [0, 2]]);
+  t.deepEqual((await s.api.get(`/sales-orders/${second.id}`)).body, shipped.body.salesOrder);
+  t.like((await eventsOf(h, s.accountId, 'reservation.released')).at(-1), { id: held.id, status: 'consumed', reason: 'fulfilled', reference: 'Changed meanwhile' });
+  t.deepEqual(await levelOf(s, s.boltId), { quantity: 0, reserved: 0, available: 0, incoming: 0, oversold: false });
   await consistent(t, h, s.accountId);
 });
 

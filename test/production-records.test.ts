@@ -1,6 +1,7 @@
 import test from 'ava';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches } from './helpers/ledger.ts';
+import { statementsOf } from './helpers/statements.ts';
 
 const h = useHarness(test);
 
@@ -76,6 +77,17 @@ test('with enough components: the product is added, every component consumed, on
     .where('created_at', '>=', body.createdAt).orderBy('seq').select('type', 'data');
   t.deepEqual(events.filter((e) => e.type === 'production_record.created').map((e) => e.data), [body]);
   t.is(events.filter((e) => e.type === 'stock.adjusted' && e.data.source.id === body.id).length, 3, 'one stock.adjusted per movement');
+});
+
+test.serial('a record is its lookup and one write: record, components, movements, levels and events in one statement', async (t) => {
+  const s = await setup();
+  await stock(s, s.legId, 10);
+  await stock(s, s.topId, 2);
+
+  const sent = await statementsOf(async () => t.is((await produce(s)).status, 201));
+
+  t.is(sent.length, 2, sent.join('\n---\n'));
+  t.regex(sent[1]!, /insert into stock_levels[\s\S]*insert into production_records[\s\S]*insert into production_record_components[\s\S]*insert into events/);
 });
 
 test('with too little of two components: one 409 naming both shortages, and nothing changes', async (t) => {

@@ -1,8 +1,7 @@
 import test from 'ava';
 import { useHarness, type TestAccount } from './helpers/harness.ts';
 import { footprint as countRows, ledgerMismatches } from './helpers/ledger.ts';
-import { statementsOf } from './helpers/statements.ts';
-import { eventually } from './helpers/eventually.ts';
+import { statementsOf, waitsForLock } from './helpers/statements.ts';
 
 const h = useHarness(test);
 
@@ -201,8 +200,7 @@ test.serial('a receipt is two statements, its read and its write; an order chang
   let closing: Promise<{ status: number; body: { status: string; lines: Array<{ quantityReceived: number }> } }> | undefined;
   const sent = statementsOf(async () => {
     closing = s.api.post(`/purchase-orders/${order.id}/close`);
-    t.true(await eventually(async () => (await h.db.raw(`select 1 from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock'`)).rows.length === 1), 'the close waits for the order');
+    t.true(await waitsForLock(h.db), 'the close waits for the order');
     await holder('purchase_orders').where({ id: order.id }).update({ reference: 'Changed meanwhile', updated_at: h.db.fn.now() });
     await holder.commit();
     await closing;

@@ -1,7 +1,10 @@
 // Stock counts: levels set to what was counted, by `count` movements computed under the levels' locks, with
 // compare-and-set on what the counter saw.
+import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { createDb } from '../db/knex.ts';
+import { moveStock } from '../db/stock.ts';
+import { statementsOf, waitsForLock } from './helpers/statements.ts';
 import { useHarness } from './helpers/harness.ts';
 import { footprint } from './helpers/ledger.ts';
 import { consistent, eventsOf, levelOf, stock, warehouse } from './helpers/warehouse.ts';
@@ -79,6 +82,40 @@ test('race: two counts expecting the same quantity: one is applied, the other is
   const won = results.find((r) => r.status === 201)!.body.lines[0].countedQuantity;
   t.like(results.find((r) => r.status === 409)!.body, { stale: [{ expectedQuantity: 10, quantity: won }] });
   t.is((await levelOf(s, s.boltId)).quantity, won);
+  await consistent(t, h, s.accountId);
+});
+
+test.serial('a count is its lookups and one write; a level that changed between its read and its write makes it read again', async (t) => {
+  const s = await warehouse(h);
+  await stock(s, s.boltId, 10);
+
+  // Every line with its expectedQuantity: nothing to read. The lookups (location and items, at once), then the write.
+  const expected = await statementsOf(async () => t.is((await s.api.post('/stock-counts', {
+    locationId: s.mainId, lines: [{ itemId: s.boltId, countedQuantity: 9, expectedQuantity: 10 }],
+  })).status, 201));
+  t.is(expected.length, 3, expected.join('\n---\n'));
+  t.regex(expected[2]!, /insert into stock_levels[\s\S]*insert into stock_counts[\s\S]*insert into events/);
+
+  // Without: the level is read first. Another transaction adds 2 and holds the level while the count's write waits
+  // for it, then commits: the write finds 11, not the 9 read, and the count runs again on 11.
+  const holder = await h.db.transaction();
+  await moveStock(holder, {
+    accountId: s.accountId, userId: s.userId, type: 'adjustment', reason: 'Meanwhile', source: { type: 'stock_adjustment', id: randomUUID() },
+    changes: [{ itemId: s.boltId, locationId: s.mainId, quantity: 2 }],
+  });
+  let counting: Promise<{ status: number; body: { id: string; lines: unknown[] } }> | undefined;
+  const statements = await statementsOf(async () => {
+    counting = s.api.post('/stock-counts', { locationId: s.mainId, lines: [{ itemId: s.boltId, countedQuantity: 4 }] });
+    t.true(await waitsForLock(h.db), 'the count waits for the level');
+    await holder.commit();
+    await counting;
+  });
+  const counted = await counting!;
+  t.is(counted.status, 201, JSON.stringify(counted.body));
+  const kinds = statements.map((text) => (/insert into stock_counts/.test(text) ? 'write' : /select s\.item_id/.test(text) ? 'read' : 'the lookups'));
+  t.deepEqual(kinds.filter((kind) => kind !== 'the lookups'), ['read', 'write', 'read', 'write'], 'the first write stopped; the level was read again');
+  t.like(counted.body.lines, [{ countedQuantity: 4, previousQuantity: 11, difference: -7, stockLevel: { quantity: 4 } }]);
+  t.deepEqual((await s.api.get(`/stock-counts/${counted.body.id}`)).body, counted.body);
   await consistent(t, h, s.accountId);
 });
 

@@ -1,6 +1,7 @@
 import { runMigrations as runWorkerMigrations } from 'graphile-worker';
 import type { Knex } from 'knex';
 import pg from 'pg';
+import { DISPATCH_EVENT_TASK } from '../../shared/events.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { toWorkerLogger } from '../../shared/worker-logger.ts';
 import { connectionSettings } from '../connection.ts';
@@ -22,6 +23,8 @@ import * as rateLimits from './014_rate_limits.ts';
 import * as eventRetention from './015_event_retention.ts';
 import * as oneStatementWrites from './016_one_statement_writes.ts';
 import * as statementStops from './017_statement_stops.ts';
+import * as hotPathKeys from './018_hot_path_keys.ts';
+import * as orderNumberSequences from './019_order_number_sequences.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -47,6 +50,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '015_event_retention': eventRetention,
   '016_one_statement_writes': oneStatementWrites,
   '017_statement_stops': statementStops,
+  '018_hot_path_keys': hotPathKeys,
+  '019_order_number_sequences': orderNumberSequences,
 };
 
 /** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */
@@ -77,6 +82,12 @@ const PLAN_EVERY_ENQUEUE = `do $$
     end loop;
   end $$`;
 
+/**
+ * The dispatch task's row in graphile-worker's task table, which add_jobs would create on first use: events' fan-out
+ * jobs are inserted by the statements that record the events (see eventCtes), which take its id.
+ */
+const ENSURE_DISPATCH_TASK = `insert into graphile_worker._private_tasks (identifier) values ('${DISPATCH_EVENT_TASK}') on conflict do nothing`;
+
 /** Brings the database to the latest schema: ours through knex, then graphile-worker's, so the web process can enqueue before any worker has run. */
 export async function migrateLatest(connectionString: string): Promise<string[]> {
   const db = createDb(connectionString, 1);
@@ -92,6 +103,7 @@ export async function migrateLatest(connectionString: string): Promise<string[]>
       await pgPool.end();
     }
     await db.raw(PLAN_EVERY_ENQUEUE);
+    await db.raw(ENSURE_DISPATCH_TASK);
     return applied;
   } finally {
     await db.destroy();

@@ -8,7 +8,7 @@ import { ConflictError, type Problem } from '../../shared/errors.ts';
 import { isRecord, isUuid } from '../../shared/guards.ts';
 import { withChildren, type OwnedRow } from './crud.ts';
 import { fetchPage, type PageRequest } from './pagination.ts';
-import { runStatement, Statement } from '../../db/statement.ts';
+import type { Statement } from '../../db/statement.ts';
 
 export interface OrderLine {
   id: string;
@@ -188,14 +188,24 @@ export function partRecordCtes<Line extends OrderLine>(
   ];
 }
 
-/** The record, its lines, and what each order line has had, in one statement in `trx`. */
-export async function insertPartRecord<Line extends OrderLine>(
-  trx: Knex.Transaction,
-  accountId: string,
-  userId: string,
+/** `record` as it reads back once stored at `now` (a string standing for its statement's time), for the order's record after it. */
+export function storedPartRecord<Line extends OrderLine, Row extends PartRecordRow>(
   tables: PartRecordTables,
+  auth: { accountId: string; userId: string },
   record: NewPartRecord<Line>,
-): Promise<void> {
-  const q = new Statement();
-  await runStatement(trx, q, `with ${partRecordCtes(q, accountId, userId, tables, record).join(',\n')} select 1`);
+  now: string,
+): Row {
+  return {
+    id: record.id, account_id: auth.accountId, [tables.orderId]: record.orderId, location_id: record.locationId, reference: record.reference,
+    created_by: auth.userId, created_at: now, updated_at: now,
+    lines: record.parts.map((part) => ({ [tables.field]: part.line.id, itemId: part.line.item_id, quantity: part.quantity })),
+  } as unknown as Row;
+}
+
+/** What each line has had (`tables.done`) once `parts` are added. */
+export function linesAfter<Line extends OrderLine>(lines: Line[], parts: Array<LinePart<Line>>, tables: Pick<PartRecordTables, 'done'>): Line[] {
+  const added = new Map<string, bigint>();
+  for (const part of parts) added.set(part.line.id, (added.get(part.line.id) ?? 0n) + toMicros(part.quantity));
+  const done = (line: Line) => toMicros((line as unknown as Record<string, number>)[tables.done]!);
+  return lines.map((line) => (added.has(line.id) ? { ...line, [tables.done]: fromMicros(done(line) + added.get(line.id)!) } : line));
 }

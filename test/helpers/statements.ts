@@ -1,4 +1,6 @@
+import type { Knex } from 'knex';
 import pg from 'pg';
+import { eventually } from './eventually.ts';
 
 /**
  * The statements the test process sends to PostgreSQL while `run` runs, but those of the key lookup and the rate
@@ -18,3 +20,7 @@ export async function statementsOf(run: () => Promise<unknown>): Promise<string[
   }
   return texts.filter((text) => !/api_keys|rate_limits/.test(text));
 }
+
+/** Whether a statement of the test's database waits for a lock within a while: a request blocked by a held row. */
+export const waitsForLock = (db: Knex): Promise<boolean> => eventually(async () => (await db.raw(`select 1 from pg_stat_activity
+  where datname = current_database() and wait_event_type = 'Lock'`)).rows.length === 1);

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
+import type { StockStatementExtension } from '../../../db/stock.ts';
+import { stampedJson, type Statement } from '../../../db/statement.ts';
 import type { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
 
 export interface ProductionRecordRow extends OwnedRow {
@@ -46,27 +48,28 @@ function withComponents(db: Knex, accountId: string, records: ProductionRecordRo
   (component) => component.production_record_id);
 }
 
-export async function insertProductionRecord(
-  trx: Knex.Transaction,
-  accountId: string,
-  values: CreateProductionRecord & { id: string; createdBy: string },
-): Promise<ProductionRecordWithComponents> {
-  const [record]: ProductionRecordRow[] = await trx('production_records').insert({
-    id: values.id,
-    account_id: accountId,
-    item_id: values.itemId,
-    location_id: values.locationId,
-    quantity: String(values.quantity),
-    reference: values.reference ?? null,
-    created_by: values.createdBy,
-  }).returning('*');
-  const components: ComponentRow[] = await trx('production_record_components').insert(values.components.map((component, position) => ({
-    production_record_id: values.id,
-    position,
-    item_id: component.itemId,
-    quantity: String(component.quantity),
-  }))).returning('*');
-  return { ...record!, components: components.sort((a, b) => a.position - b.position) };
+/**
+ * The record and its components in its stock statement (moveStock's, with the movements whose source it is), and its
+ * `production_record.created` event: `record` as the API answers it, `now` standing for its createdAt and updatedAt.
+ * It comes back as `record`.
+ */
+export function productionRecordCtes(q: Statement, accountId: string, values: CreateProductionRecord & { id: string; createdBy: string }, record: ProductionRecord, now: string): StockStatementExtension {
+  const data = stampedJson(q, record, now, '(select created_at from pr)');
+  return {
+    ctes: [
+      `pr as (insert into production_records (id, account_id, item_id, location_id, quantity, reference, created_by)
+         select ${q.param(values.id, 'uuid')}, ${q.param(accountId, 'uuid')}, ${q.param(values.itemId, 'uuid')}, ${q.param(values.locationId, 'uuid')},
+           ${q.param(String(values.quantity), 'numeric')}, ${q.param(values.reference ?? null, 'text')}, ${q.param(values.createdBy, 'uuid')}
+         where not exists (select 1 from refused)
+         returning id, created_at)`,
+      `prc as (insert into production_record_components (production_record_id, position, item_id, quantity)
+         select pr.id, c.n - 1, c.item_id, c.quantity
+         from pr, unnest(${q.column(values.components, (component) => component.itemId, 'uuid')},
+           ${q.column(values.components, (component) => String(component.quantity), 'numeric')}) with ordinality as c(item_id, quantity, n))`,
+    ],
+    events: `select 'production_record.created' as type, ${data} as data, 1 as n from pr`,
+    columns: [`${data} as record`],
+  };
 }
 
 export async function findProductionRecord(db: Knex, accountId: string, id: string): Promise<ProductionRecordWithComponents | undefined> {

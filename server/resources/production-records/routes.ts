@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { recordEvent } from '../../../db/events.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute } from '../../framework/route.ts';
-import { moveStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT } from '../../../db/stock.ts';
-import { findProductionRecord, insertProductionRecord, listProductionRecords, toProductionRecord } from './queries.ts';
-import { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
+import { applyStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT } from '../../../db/stock.ts';
+import { findProductionRecord, listProductionRecords, productionRecordCtes, toProductionRecord } from './queries.ts';
+import { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery, type ProductionRecord as ProductionRecordRecord } from './schema.ts';
 
 const tag = 'Production records';
 
@@ -32,20 +31,25 @@ export const productionRecordRoutes = [
     errors: {
       409: `A component is short at the location (components take only what is available, not what is reserved). ${SHORTAGE_CONFLICT} ${OVERFLOW_CONFLICT}`,
     },
-    handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
+    handler: async ({ db, auth, body }) => {
       const id = randomUUID();
-      await moveStock(trx, {
-        accountId: auth.accountId, userId: auth.userId, type: 'production', reason: 'Production',
-        source: { type: 'production_record', id },
-        changes: [
-          { itemId: body.itemId, locationId: body.locationId, quantity: body.quantity },
-          ...body.components.map((component) => ({ itemId: component.itemId, locationId: body.locationId, quantity: -component.quantity })),
-        ],
-      });
-      const record = toProductionRecord(await insertProductionRecord(trx, auth.accountId, { ...body, id, createdBy: auth.userId }));
-      await recordEvent(trx, auth.accountId, { type: 'production_record.created', data: record });
-      return record;
-    })),
+      const now = randomUUID();
+      const record: ProductionRecordRecord = {
+        id, itemId: body.itemId, locationId: body.locationId, quantity: body.quantity, components: body.components,
+        reference: body.reference ?? null, createdBy: auth.userId, createdAt: now, updatedAt: now,
+      };
+      const { row } = await applyStock<{ record: ProductionRecordRecord }>(db, {
+        accountId: auth.accountId, userId: auth.userId,
+        move: {
+          type: 'production', reason: 'Production', source: { type: 'production_record', id },
+          changes: [
+            { itemId: body.itemId, locationId: body.locationId, quantity: body.quantity },
+            ...body.components.map((component) => ({ itemId: component.itemId, locationId: body.locationId, quantity: -component.quantity })),
+          ],
+        },
+      }, { extend: (q) => productionRecordCtes(q, auth.accountId, { ...body, id, createdBy: auth.userId }, record, now) });
+      return created(row.record);
+    },
   }),
 
   productionRecords.list,

@@ -1,13 +1,13 @@
 import type { Knex } from 'knex';
 import { listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
-import { listPartRecords, partLinesJson, partRecordCtes, withPartRecords, type NewPartRecord, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import { listPartRecords, partLinesJson, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { PurchaseOrderStatus } from './lifecycle.ts';
 import { orderTotal } from '../../../shared/decimal.ts';
 import { pricedLines, type CreatePurchaseOrder, type PurchaseOrder, type PurchaseOrderListQuery, type PurchaseReceipt } from './schema.ts';
-import type { StockStatementExtension } from '../../../db/stock.ts';
-import { rowsJson, stopSql, type Statement } from '../../../db/statement.ts';
-import { isoTimestampSql, type Timestamp } from '../../../db/timestamps.ts';
+import { rowsJson } from '../../../db/statement.ts';
+import type { Timestamp } from '../../../db/timestamps.ts';
+import type { OrderTable, Versioned } from '../../framework/order-writes.ts';
 import { isUuid } from '../../../shared/guards.ts';
 
 export interface PurchaseOrderRow extends OwnedRow {
@@ -113,7 +113,7 @@ export async function listPurchaseOrders(db: Knex, accountId: string, filters: P
 }
 
 /** An order as a transition reads it: with its row's version (`xmin`), which any change to it or its lines moves. */
-export type VersionedPurchaseOrder = PurchaseOrderWithLines & { version: string };
+export type VersionedPurchaseOrder = PurchaseOrderWithLines & Versioned;
 
 /**
  * The order with its lines and receipts and its version, in one query: what GET answers, and what a transition
@@ -131,46 +131,12 @@ export async function findPurchaseOrder(db: Knex, accountId: string, id: string)
   return row;
 }
 
-/** Why a transition's statement stopped: the order changed since it was read (the transition reads it again). */
-export const STALE = 'the purchase order changed since it was read';
-
-/** What a transition writes besides the stock: the order's new status, a receipt, and its event with the order after it. */
-export interface TransitionWrite {
-  accountId: string;
-  userId: string;
-  order: VersionedPurchaseOrder;
-  status: PurchaseOrderStatus;
-  receipt?: NewPartRecord<PurchaseOrderLineRow>;
-  /** The order as the API returns it after the transition, `now` standing for the statement's time (its updatedAt, the receipt's createdAt). */
-  record: PurchaseOrder;
-  /** A string nobody can have sent (a new uuid), wherever the record holds the statement's time. */
-  now: string;
-  event?: string;
-}
-
-/**
- * The transition's CTEs in its stock statement: the order locked, if its version is still the one read (else the
- * statement stops, before its levels are checked); the receipt; the order's status; its event. The record comes
- * back as `record`.
- */
-export function transitionStatement(q: Statement, write: TransitionWrite): StockStatementExtension {
-  const a = q.param(write.accountId, 'uuid');
-  const gate = 'exists (select 1 from po) and not exists (select 1 from refused)';
-  const status = q.param(write.status, 'text');
-  const record = `replace(${q.param(JSON.stringify(write.record), 'text')}, ${q.param(JSON.stringify(write.now), 'text')},
-    to_json((select ${isoTimestampSql('ou.updated_at')} from ou))::text)::json`;
-  return {
-    ctes: [
-      `po as materialized (select id from purchase_orders where account_id = ${a} and id = ${q.param(write.order.id, 'uuid')}
-         and xmin::text = ${q.param(write.order.version, 'text')} for update)`,
-      ...write.receipt ? partRecordCtes(q, write.accountId, write.userId, RECEIPT_TABLES, write.receipt, gate) : [],
-      `ou as (update purchase_orders o set status = ${status}, updated_at = now(),
-         closed_at = case when ${status} = 'closed' then now() else o.closed_at end
-         where o.account_id = ${a} and o.id = (select id from po) and ${gate}
-         returning o.updated_at)`,
-    ],
-    events: write.event ? `select ${q.param(write.event, 'text')} as type, ${record} as data, 1 as n` : undefined,
-    guards: [`(select ${stopSql(q, STALE, "'{}'::jsonb")} where not exists (select 1 from po)) as stale`],
-    columns: [`${record} as record`],
-  };
-}
+/** The order's row as its operations lock it, with the version the read computes (`xmin`, which any change to it moves). */
+export const PURCHASE_ORDERS: OrderTable & { noun: string } = {
+  table: 'purchase_orders', noun: 'Purchase order',
+  lock: (q, accountId, orderId) => ({
+    ctes: [`po as materialized (select id, xmin::text as version from purchase_orders
+      where account_id = ${q.param(accountId, 'uuid')} and id = ${q.param(orderId, 'uuid')} for update)`],
+    version: 'select version from po',
+  }),
+};

@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
 import { recordEvent } from '../../../db/events.ts';
-import { applyStock, OVERFLOW_CONFLICT, type StockOperation } from '../../../db/stock.ts';
-import { stopOf } from '../../../db/statement.ts';
+import { OVERFLOW_CONFLICT, type StockOperation } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
-import { NotFoundError } from '../../../shared/errors.ts';
-import { checkOrderLines, completion, lineParts, type PartsSpec } from '../../framework/line-parts.ts';
+import { checkOrderLines, completion, lineParts, linesAfter, storedPartRecord, type PartsSpec } from '../../framework/line-parts.ts';
+import { writeOrder, type OrderWrite } from '../../framework/order-writes.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { childListRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
@@ -16,8 +15,8 @@ import {
   type PurchaseOrderStatus,
 } from './lifecycle.ts';
 import {
-  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, RECEIPT_TABLES, STALE, toPurchaseOrder, toReceipt,
-  transitionStatement, type PurchaseOrderLineRow, type TransitionWrite, type VersionedPurchaseOrder,
+  findPurchaseOrder, insertPurchaseOrder, listPurchaseOrders, listReceipts, PURCHASE_ORDERS, RECEIPT_TABLES, toPurchaseOrder, toReceipt,
+  type PurchaseOrderLineRow, type ReceiptRow, type VersionedPurchaseOrder,
 } from './queries.ts';
 import {
   ClosePurchaseOrder, CreatePurchaseOrder, CreateReceipt, PurchaseOrder, PurchaseOrderListQuery, PurchaseOrderTransition, PurchaseReceipt,
@@ -43,7 +42,7 @@ type Receiving = Pick<NonNullable<CreateReceipt>, 'lines' | 'reference'>;
  * for as one receipt, sets the status the move ends in, and moves `incoming` by what the lines stop (or start)
  * bringing; with the order as it will then stand.
  */
-function plan(auth: ApiKeyIdentity, order: VersionedPurchaseOrder, operation: PurchaseOrderOperation, receiving?: Receiving): { stock: StockOperation; write: TransitionWrite } {
+function plan(auth: ApiKeyIdentity, order: VersionedPurchaseOrder, operation: PurchaseOrderOperation, receiving?: Receiving): { stock: StockOperation; write: OrderWrite; receiptId?: string } {
   const move = allowedMove(PURCHASE_ORDER_TRANSITIONS, 'purchase order', order.status, operation);
   const { lines } = order;
   const parts = receiving ? lineParts(lines, receiving.lines, RECEIPT_PARTS) : [];
@@ -53,19 +52,13 @@ function plan(auth: ApiKeyIdentity, order: VersionedPurchaseOrder, operation: Pu
   const receipt = parts.length
     ? { id: randomUUID(), orderId: order.id, locationId: order.location_id, reference: receiving?.reference ?? null, parts }
     : undefined;
-  const added = new Map(parts.map((part) => [part.line.id, toMicros(part.quantity)]));
-  const received = (line: PurchaseOrderLineRow) => toMicros(line.quantity_received) + (added.get(line.id) ?? 0n);
+  const after = new Map(linesAfter(lines, parts, RECEIPT_TABLES).map((line) => [line.id, line]));
+  const received = (line: PurchaseOrderLineRow) => toMicros(after.get(line.id)!.quantity_received);
   const at = (line: PurchaseOrderLineRow, quantity: bigint) => ({ itemId: line.item_id, locationId: order.location_id, quantity: fromMicros(quantity) });
   const now = randomUUID();
   const record = toPurchaseOrder({
-    ...order, status, updated_at: now,
-    lines: lines.map((line) => ({ ...line, quantity_received: fromMicros(received(line)) })),
-    receipts: receipt
-      ? [...order.receipts, {
-        ...receipt, account_id: auth.accountId, purchase_order_id: order.id, location_id: order.location_id, created_by: auth.userId,
-        created_at: now, updated_at: now, lines: parts.map((part) => ({ lineId: part.line.id, itemId: part.line.item_id, quantity: part.quantity })),
-      }]
-      : order.receipts,
+    ...order, status, updated_at: now, lines: [...after.values()],
+    receipts: receipt ? [...order.receipts, storedPartRecord<PurchaseOrderLineRow, ReceiptRow>(RECEIPT_TABLES, auth, receipt, now)] : order.receipts,
   });
   return {
     stock: {
@@ -77,27 +70,19 @@ function plan(auth: ApiKeyIdentity, order: VersionedPurchaseOrder, operation: Pu
         .map((line) => at(line, expectedOf(line, status, received(line)) - expectedOf(line, order.status, toMicros(line.quantity_received))))
         .filter((change) => change.quantity !== 0),
     },
-    write: { accountId: auth.accountId, userId: auth.userId, order, status, receipt, record, now, event: eventOf(PURCHASE_ORDER_EVENTS, operation, status) },
+    write: {
+      set: (q) => ({ status: q.param(status, 'text'), closed_at: status === 'closed' ? 'now()' : 'o.closed_at' }),
+      part: receipt && { tables: RECEIPT_TABLES, record: receipt }, record, now, event: eventOf(PURCHASE_ORDER_EVENTS, operation, status),
+    },
+    receiptId: receipt?.id,
   };
 }
 
-/**
- * Reads the order and writes what `operation` does to it in one statement, which goes on only if the order is still
- * as read: else the transition runs again on what changed it (a second operation on an order sees the first one's
- * status). Answers the order and the receipt's id.
- */
+/** Runs `operation` on the order (see writeOrder). Answers the order and the receipt's id. */
 async function transition(db: Knex, auth: ApiKeyIdentity, id: string, operation: PurchaseOrderOperation, receiving?: Receiving) {
-  for (;;) {
-    const order = await findPurchaseOrder(db, auth.accountId, id);
-    if (!order) throw new NotFoundError('Purchase order');
-    const { stock, write } = plan(auth, order, operation, receiving);
-    try {
-      const { row } = await applyStock<{ record: PurchaseOrderRecord }>(db, stock, { extend: (q) => transitionStatement(q, write) });
-      return { order: row.record, receiptId: write.receipt?.id };
-    } catch (error) {
-      if (stopOf(error)?.reason !== STALE) throw error;
-    }
-  }
+  const { record, plan: planned } = await writeOrder<VersionedPurchaseOrder, ReturnType<typeof plan>, PurchaseOrderRecord>(
+    db, PURCHASE_ORDERS, () => findPurchaseOrder(db, auth.accountId, id), (order) => plan(auth, order, operation, receiving));
+  return { order: record, receiptId: planned.receiptId };
 }
 
 const RECEIVING = 'Stock movements of type `purchase_receipt` at the order\'s location whose `source` is the receipt, each with its '

@@ -24,13 +24,10 @@ export const reservationRoutes = [
     resolve: checkReferences([{ table: 'items', field: 'itemId', active: true }, { table: 'locations', field: 'locationId' }]),
     success: { status: 201, description: 'The reservation, open', schema: Reservation },
     errors: { 409: SHORTAGE_CONFLICT },
-    handler: async ({ db, auth, body }) => created(await db.transaction(async (trx) => {
-      const { reserved: [reservation] } = await applyStock(trx, {
-        accountId: auth.accountId, userId: auth.userId,
-        reserve: [{ ...body, source: { type: 'manual' } }],
-      });
-      return reservation;
-    })),
+    handler: async ({ db, auth, body }) => {
+      const { reserved: [reservation] } = await applyStock(db, { accountId: auth.accountId, userId: auth.userId, reserve: [{ ...body, source: { type: 'manual' } }] });
+      return created(reservation);
+    },
   }),
   reservations.get,
   defineRoute({

@@ -2,12 +2,10 @@
 // there for those lines is consumed first, the rest taken from what is available; a line then holds no more than
 // it still needs, the excess released.
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
-import type { ApiKeyIdentity } from '../../../db/accounts.ts';
-import { applyStock, lockReservations, type ClosingReservation, type ReservationRow } from '../../../db/stock.ts';
+import type { ClosingReservation, ReservationRow, StockOperation } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
-import { completion, insertPartRecord, lineParts, type LinePart, type PartsSpec } from '../../framework/line-parts.ts';
-import { FULFILLMENT_TABLES, type SalesOrderLineRow, type SalesOrderWithLines } from './queries.ts';
+import { completion, lineParts, type LinePart, type NewPartRecord, type PartsSpec } from '../../framework/line-parts.ts';
+import type { SalesOrderLineRow, SalesOrderWithLines, VersionedSalesOrder } from './queries.ts';
 import type { CreateFulfillment } from './schema.ts';
 
 export const FULFILLMENT_PARTS: PartsSpec<SalesOrderLineRow> = { field: 'lineItemId', verb: 'fulfil', done: (line) => line.quantity_fulfilled };
@@ -45,29 +43,25 @@ function reservationsToClose(held: ReservationRow[], order: SalesOrderWithLines,
 }
 
 /**
- * Ships `request` (its lines, or everything the order has left) from the locked order: the movements (whose source
- * is the fulfilment), the reservations, the fulfilment and its lines. Answers the fulfilment's id and whether the
- * order is now complete.
+ * What shipping `request` (its lines, or everything the order has left) from the order as read does: the movements
+ * (whose source is the fulfilment), the reservations it closes, the fulfilment with its lines; whether the order is
+ * then complete.
  */
-export async function fulfil(
-  trx: Knex.Transaction,
-  auth: ApiKeyIdentity,
-  order: SalesOrderWithLines,
+export function fulfilment(
+  order: VersionedSalesOrder,
   request: Pick<CreateFulfillment, 'locationId' | 'lines' | 'reference'>,
-): Promise<{ id: string; complete: boolean }> {
+): { stock: Pick<StockOperation, 'move' | 'close'>; record: NewPartRecord<SalesOrderLineRow>; complete: boolean } {
   const parts = lineParts(order.lines, request.lines, FULFILLMENT_PARTS);
   const id = randomUUID();
-  const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
-  await applyStock(trx, {
-    accountId: auth.accountId, userId: auth.userId,
-    move: {
-      type: 'sales_fulfillment', reason: `Sales order ${order.sales_order_number}`, source: { type: 'sales_fulfillment', id },
-      changes: parts.map((part) => ({ itemId: part.line.item_id, locationId: request.locationId, quantity: -part.quantity })),
+  return {
+    stock: {
+      move: {
+        type: 'sales_fulfillment', reason: `Sales order ${order.sales_order_number}`, source: { type: 'sales_fulfillment', id },
+        changes: parts.map((part) => ({ itemId: part.line.item_id, locationId: request.locationId, quantity: -part.quantity })),
+      },
+      close: reservationsToClose(order.reservations, order, parts, request.locationId),
     },
-    close: reservationsToClose(held, order, parts, request.locationId),
-  });
-  await insertPartRecord(trx, auth.accountId, auth.userId, FULFILLMENT_TABLES, {
-    id, orderId: order.id, locationId: request.locationId, reference: request.reference ?? null, parts,
-  });
-  return { id, complete: completion(order.lines, parts, FULFILLMENT_PARTS.done).complete };
+    record: { id, orderId: order.id, locationId: request.locationId, reference: request.reference ?? null, parts },
+    complete: completion(order.lines, parts, FULFILLMENT_PARTS.done).complete,
+  };
 }

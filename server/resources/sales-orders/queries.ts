@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { applyStock, type NewReservation, type StockStatementExtension } from '../../../db/stock.ts';
-import { stopOf, stopSql, type Statement } from '../../../db/statement.ts';
+import { applyStock, type NewReservation, type ReservationRow, type StockStatementExtension } from '../../../db/stock.ts';
+import { rowsJson, stopOf, stopSql, type Statement } from '../../../db/statement.ts';
 import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
+import { orderNumberSequenceSql } from '../../../db/accounts.ts';
 import { ConflictError } from '../../../shared/errors.ts';
-import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
-import { listPartRecords, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import { isUuid } from '../../../shared/guards.ts';
+import { listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
+import { listPartRecords, partLinesJson, withPartRecords, type PartRecordRow, type PartRecordTables } from '../../framework/line-parts.ts';
+import type { OrderTable, Versioned } from '../../framework/order-writes.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { NewLine } from './lines.ts';
 import type { SalesOrderStatus } from './lifecycle.ts';
@@ -99,10 +102,45 @@ export async function withLines(db: Knex, accountId: string, orders: SalesOrderR
 export const listFulfillments = (db: Knex, accountId: string, orderId: string, page: PageRequest) =>
   listPartRecords<FulfillmentRow>(db, accountId, FULFILLMENT_TABLES, orderId, page);
 
-export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<SalesOrderWithLines | undefined> {
-  const row = await findOwned<SalesOrderRow>(db, 'sales_orders', accountId, id);
-  return row && (await withLines(db, accountId, [row]))[0];
+/** An order as an operation reads it: with its open reservations, and the version of its row and theirs. */
+export type VersionedSalesOrder = SalesOrderWithLines & Versioned & { reservations: ReservationRow[] };
+
+/**
+ * The order with its lines (each with what it holds reserved), its fulfilments, its open reservations and its
+ * version, in one query: what GET answers, and what an operation decides from (no lock: its statement checks the
+ * version, which any change to the order's row or to one of its open reservations moves).
+ */
+export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<VersionedSalesOrder | undefined> {
+  if (!isUuid(id)) return undefined;
+  const { rows: [row] } = await db.raw<{ rows: VersionedSalesOrder[] }>(
+    `select o.*, o.xmin::text || '/' || coalesce((select string_agg(r.id::text || '.' || r.xmin::text, ',' order by r.id) from reservations r
+         where r.account_id = o.account_id and r.sales_order_id = o.id and r.status = 'open'), '') as version,
+       ${rowsJson(`(select l.*, coalesce((select sum(r.quantity) from reservations r where r.sales_order_line_id = l.id and r.status = 'open'), 0)
+         as quantity_reserved from sales_order_lines l where l.sales_order_id = o.id)`, 'x.position')} as lines,
+       ${rowsJson(`(select r.*, ${partLinesJson(FULFILLMENT_TABLES)} as lines from sales_fulfillments r where r.sales_order_id = o.id)`, 'x.created_at, x.id')} as fulfillments,
+       ${rowsJson(`(select * from reservations r where r.account_id = o.account_id and r.sales_order_id = o.id and r.status = 'open')`, 'x.id')} as reservations
+     from sales_orders o where o.account_id = ? and o.id = ?`,
+    [accountId, id],
+  );
+  return row;
 }
+
+/** The order's row and its open reservations as its operations lock them (the reservations in id order, as lockReservations does). */
+export const SALES_ORDERS: OrderTable & { noun: string } = {
+  table: 'sales_orders', noun: 'Sales order',
+  lock: (q, accountId, orderId) => {
+    const a = q.param(accountId, 'uuid');
+    const o = q.param(orderId, 'uuid');
+    return {
+      ctes: [
+        `po as materialized (select id, xmin::text as version from sales_orders where account_id = ${a} and id = ${o} for update)`,
+        `rl as materialized (select id, xmin::text as version from reservations
+           where account_id = ${a} and sales_order_id = ${o} and status = 'open' order by id for update)`,
+      ],
+      version: `select (select version from po) || '/' || coalesce((select string_agg(id::text || '.' || version, ',' order by id) from rl), '')`,
+    };
+  },
+};
 
 export async function listSalesOrders(db: Knex, accountId: string, filters: SalesOrderListQuery, page: PageRequest): Promise<SalesOrderWithLines[]> {
   const rows = await listOwned<SalesOrderRow>(db, 'sales_orders', accountId, page, (query) => {
@@ -122,11 +160,11 @@ export interface NewSalesOrder {
 }
 
 /** Why the order inserted nothing: a 409 naming the order that holds its integration id or its number; or whether `number` is taken. */
-async function duplicate(db: Knex, accountId: string, order: NewSalesOrder, number: string): Promise<ConflictError | boolean> {
+async function duplicate(db: Knex, accountId: string, order: NewSalesOrder, number: string | null): Promise<ConflictError | boolean> {
   const clashes: Array<Pick<SalesOrderRow, 'id' | 'sales_order_number' | 'integration_source_id'>> = await db('sales_orders')
     .where({ account_id: accountId })
     .where((query) => {
-      query.where('sales_order_number', number);
+      if (number !== null) query.where('sales_order_number', number);
       if (order.integrationSourceId) query.orWhere('integration_source_id', order.integrationSourceId);
     })
     .select('id', 'sales_order_number', 'integration_source_id');
@@ -161,19 +199,23 @@ export function newLineRows(accountId: string, orderId: string, lines: NewLine[]
   }));
 }
 
-/** Why a create stopped (with a ClashDetail): its order inserted nothing, and the counter and reservations were undone. */
+/** Why a create stopped (with a ClashDetail): its order inserted nothing, and its reservations were undone. */
 const CLASH = 'the sales order clashed with another';
 
 interface ClashDetail {
-  number: string;
-  /** The counter's value the number came from; null for a number of the caller's. */
-  value: number | null;
+  /** The number the order tried; null when it drew none (its integrationSourceId was taken already). */
+  number: string | null;
 }
 
-/** The order's CTEs in its stock statement: counter, row, lines, its event, and a stop when it inserted nothing. */
+/**
+ * The order's CTEs in its stock statement: its number, row, lines, its event, and a stop when it inserted nothing.
+ * A generated number is drawn from the account's sequence only when nothing refused the create and no order holds
+ * its integrationSourceId yet: a refused create, or a retry of one already made, uses no number up.
+ */
 function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, draft: SalesOrder, lines: SalesOrderLineRow[]): StockStatementExtension {
   const a = q.param(accountId, 'uuid');
   const given = q.param(order.salesOrderNumber ?? null, 'text');
+  const source = q.param(order.integrationSourceId ?? null, 'text');
   const replaced = [
     ['salesOrderNumber', 'o.sales_order_number'], ['createdAt', isoTimestampSql('o.created_at')], ['updatedAt', isoTimestampSql('o.updated_at')],
   ] as const;
@@ -181,15 +223,14 @@ function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, d
     q.param(JSON.stringify(draft), 'text'));
   return {
     ctes: [
-      `ctr as (insert into account_counters as c (account_id, name, value) select ${a}, 'sales_order', 1
-         where ${given} is null and not exists (select 1 from refused)
-         on conflict (account_id, name) do update set value = c.value + 1, updated_at = now()
-         returning value)`,
-      `num as (select ${given} as number, null::bigint as value where ${given} is not null
+      `num as (select ${given} as number where ${given} is not null
          union all
-         select 'SO-' || case when value >= 1000000 then value::text else lpad(value::text, 6, '0') end, value from ctr)`,
+         select 'SO-' || case when value >= 1000000 then value::text else lpad(value::text, 6, '0') end
+         from (select nextval(${orderNumberSequenceSql(a)}) as value
+           where ${given} is null and not exists (select 1 from refused)
+             and not exists (select 1 from sales_orders x where x.account_id = ${a} and x.integration_source_id = ${source})) v)`,
       `o as (insert into sales_orders (id, account_id, sales_order_number, integration_source_id, customer_id, total)
-         select ${q.param(draft.id, 'uuid')}, ${a}, num.number, ${q.param(order.integrationSourceId ?? null, 'text')},
+         select ${q.param(draft.id, 'uuid')}, ${a}, num.number, ${source},
            ${q.param(order.customerId, 'uuid')}, ${q.param(String(order.total), 'numeric')} from num
          where not exists (select 1 from refused)
          on conflict do nothing
@@ -203,7 +244,7 @@ function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, d
     ],
     events: `select 'sales_order.created' as type, ${data}::json as data, 1 as n from o`,
     columns: [
-      `(select ${stopSql(q, CLASH, "jsonb_build_object('number', num.number, 'value', num.value)")} from num where not exists (select 1 from o)) as clash`,
+      `(select ${stopSql(q, CLASH, "jsonb_build_object('number', (select number from num))")} where not exists (select 1 from o)) as clash`,
       `(select e.data from e where e.type = 'sales_order.created') as created`,
     ],
   };
@@ -211,13 +252,11 @@ function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, d
 
 /**
  * Creates the order in one statement (applyStock's, with `reserve`, the reservations of its lines, if any): its
- * lines, the account's counter bumped for its number when the caller sent none (`SO-000042` from 42), its row and
+ * lines, its number drawn from the account's sequence when the caller sent none (`SO-000042` from 42), its row and
  * its `sales_order.created` event. Both unique keys are checked by the insert itself (`on conflict do nothing`: a
  * racing identical create waits for the first to commit, then inserts nothing), and an order that inserted nothing
- * stops the statement, undoing the counter and the reservations, to answer a 409 naming the existing order. The
- * counter's row stays locked for the one statement: concurrent creates take consecutive numbers, and a refused one
- * gives its number back. A generated number a caller already used explicitly is skipped: the counter moves past it
- * and the create runs again.
+ * stops the statement, undoing its reservations, to answer a 409 naming the existing order. A generated number a
+ * caller already used explicitly is skipped: the create runs again with the next one.
  */
 export async function createSalesOrder(
   db: Knex,
@@ -248,27 +287,9 @@ export async function createSalesOrder(
       const tried = stop.detail as ClashDetail;
       const taken = await duplicate(db, auth.accountId, order, tried.number);
       if (taken instanceof ConflictError) throw taken;
-      if (order.salesOrderNumber) throw new ConflictError('The sales order conflicted with a concurrent change; retry it');
-      // The counter moves past the number (the stop undid its move to it) once, by whichever create gets there first.
-      if (taken) {
-        await db.raw(`insert into account_counters as c (account_id, name, value) values (?, 'sales_order', ?)
-          on conflict (account_id, name) do update set value = excluded.value, updated_at = now() where c.value = excluded.value - 1`,
-        [auth.accountId, tried.value]);
-      }
+      // A number of the caller's or an integrationSourceId taken by an order that is gone again (its create failed):
+      // the caller may retry. A generated number taken: the next one.
+      if (order.salesOrderNumber || !taken) throw new ConflictError('The sales order conflicted with a concurrent change; retry it');
     }
   }
-}
-
-/** Moves a locked order to `status`. */
-export async function setStatus(
-  trx: Knex.Transaction,
-  order: SalesOrderWithLines,
-  status: SalesOrderStatus,
-  values: Partial<Pick<SalesOrderRow, 'fulfilled_location_id'>> = {},
-): Promise<SalesOrderWithLines> {
-  const [row] = await trx('sales_orders')
-    .where({ account_id: order.account_id, id: order.id })
-    .update({ ...values, status, updated_at: trx.fn.now() })
-    .returning('*');
-  return (await withLines(trx, order.account_id, [row]))[0]!;
 }

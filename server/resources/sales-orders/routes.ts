@@ -1,23 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyIdentity } from '../../../db/accounts.ts';
-import { recordEvent } from '../../../db/events.ts';
 import { ORDER_TOTAL_TOO_LARGE, orderTotal } from '../../../shared/decimal.ts';
-import { lockOwned } from '../../framework/crud.ts';
-import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { ValidationError } from '../../../shared/errors.ts';
 import { checkAll, checkReferences } from '../../framework/references.ts';
-import { checkOrderLines } from '../../framework/line-parts.ts';
+import { checkOrderLines, linesAfter, storedPartRecord, type NewPartRecord } from '../../framework/line-parts.ts';
+import { writeOrder, type OrderWrite } from '../../framework/order-writes.ts';
 import { childListRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, ok } from '../../framework/route.ts';
 import { allowedMove, describeOperation, eventOf, settle } from '../../framework/transitions.ts';
-import { applyStock, lockReservations, SHORTAGE_CONFLICT, type NewReservation } from '../../../db/stock.ts';
+import { SHORTAGE_CONFLICT, type NewReservation, type StockOperation } from '../../../db/stock.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
-import { fulfil } from './fulfillment.ts';
+import { fulfilment } from './fulfillment.ts';
 import { SALES_ORDER_EVENTS, SALES_ORDER_FACTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
 import { orderLines, resolveSalesOrder, type OrderItems } from './lines.ts';
 import {
-  createSalesOrder, findSalesOrder, FULFILLMENT_TABLES, listFulfillments, newLineRows, listSalesOrders, setStatus, toFulfillment, toSalesOrder, withLines,
-  type SalesOrderRow, type SalesOrderWithLines,
+  createSalesOrder, findSalesOrder, FULFILLMENT_TABLES, listFulfillments, newLineRows, listSalesOrders, SALES_ORDERS, toFulfillment, toSalesOrder,
+  type FulfillmentRow, type SalesOrderLineRow, type SalesOrderWithLines, type VersionedSalesOrder,
 } from './queries.ts';
 import {
   CreateFulfillment, CreateSalesOrder, FulfillSalesOrder, ReserveSalesOrder, SalesFulfillment, SalesFulfillmentResult,
@@ -66,41 +65,58 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
   },
 });
 
+/** What an operation does to the order as read, besides moving it along its life cycle. */
 interface Effect {
-  /** Columns the operation sets on the order besides its status. */
-  values?: Partial<Pick<SalesOrderRow, 'fulfilled_location_id'>>;
+  stock?: Pick<StockOperation, 'move' | 'reserve' | 'close'>;
+  /** The fulfilment it writes. */
+  fulfilment?: NewPartRecord<SalesOrderLineRow>;
   /** Facts the life cycle's outcomes depend on, once the operation applied. */
   facts?: { complete?: boolean };
+  /** Where a complete order was fulfilled from, when that was one location. */
+  fulfilledLocationId?: string;
 }
 
-/**
- * Locks the order (a second operation on it waits, then sees the first one's status), checks the move against the
- * life cycle, applies `effect`, sets the status the move ends in and records the operation's event.
- */
-async function transition<E extends Effect>(
-  trx: Knex.Transaction,
-  auth: ApiKeyIdentity,
-  id: string,
-  operation: SalesOrderOperation,
-  effect: (order: SalesOrderWithLines) => Promise<E>,
-): Promise<{ order: SalesOrder; effect: E }> {
-  const locked = await lockOwned<SalesOrderRow>(trx, 'sales_orders', auth.accountId, id);
-  if (!locked) throw new NotFoundError('Sales order');
-  const move = allowedMove(SALES_ORDER_TRANSITIONS, 'sales order', locked.status, operation);
-  const [order] = await withLines(trx, auth.accountId, [locked]);
-  const applied = await effect(order!);
-  const status = settle(move, applied.facts);
-  const changed = toSalesOrder(await setStatus(trx, order!, status, applied.values));
-  const event = eventOf(SALES_ORDER_EVENTS, operation, status);
-  if (event) await recordEvent(trx, auth.accountId, { type: event, data: changed });
-  return { order: changed, effect: applied };
+/** What `operation` does to the order as read: its effect, the status the move ends in, the order as it will then stand and its event. */
+function plan(auth: ApiKeyIdentity, order: VersionedSalesOrder, operation: SalesOrderOperation, effectOf: (order: VersionedSalesOrder) => Effect) {
+  const move = allowedMove(SALES_ORDER_TRANSITIONS, 'sales order', order.status, operation);
+  const effect = effectOf(order);
+  const status = settle(move, effect.facts);
+  const { reserve = [], close = [] } = effect.stock ?? {};
+  const reserved = new Map(order.lines.map((line) => [line.id, toMicros(line.quantity_reserved)]));
+  for (const { source, quantity } of reserve) if (source.type === 'sales_order') reserved.set(source.lineItemId, reserved.get(source.lineItemId)! + toMicros(quantity));
+  for (const { row, quantity } of close) reserved.set(row.sales_order_line_id!, reserved.get(row.sales_order_line_id!)! - toMicros(quantity));
+  const fulfilledLocationId = effect.fulfilledLocationId ?? order.fulfilled_location_id;
+  const now = randomUUID();
+  const record = toSalesOrder({
+    ...order, status, fulfilled_location_id: fulfilledLocationId, updated_at: now,
+    lines: linesAfter(order.lines, effect.fulfilment?.parts ?? [], FULFILLMENT_TABLES)
+      .map((line) => ({ ...line, quantity_reserved: fromMicros(reserved.get(line.id)!) })),
+    fulfillments: effect.fulfilment
+      ? [...order.fulfillments, storedPartRecord<SalesOrderLineRow, FulfillmentRow>(FULFILLMENT_TABLES, auth, effect.fulfilment, now)]
+      : order.fulfillments,
+  });
+  const write: OrderWrite = {
+    set: (q) => ({ status: q.param(status, 'text'), fulfilled_location_id: q.param(fulfilledLocationId, 'uuid') }),
+    part: effect.fulfilment && { tables: FULFILLMENT_TABLES, record: effect.fulfilment },
+    record, now, event: eventOf(SALES_ORDER_EVENTS, operation, status),
+  };
+  return { stock: { accountId: auth.accountId, userId: auth.userId, ...effect.stock }, write, fulfilmentId: effect.fulfilment?.id };
 }
 
-/** A fulfilment as an effect: where a complete order was fulfilled from, when that was one location. */
-async function fulfilment(trx: Knex.Transaction, auth: ApiKeyIdentity, order: SalesOrderWithLines, request: CreateFulfillment): Promise<Effect & { id: string }> {
-  const { id, complete } = await fulfil(trx, auth, order, request);
-  const locations = new Set([...order.fulfillments.map((row) => row.location_id), request.locationId]);
-  return { id, facts: { complete }, values: complete && locations.size === 1 ? { fulfilled_location_id: request.locationId } : {} };
+/** Runs `operation` on the order (see writeOrder). Answers the order after it and its fulfilment's id. */
+async function transition(db: Knex, auth: ApiKeyIdentity, id: string, operation: SalesOrderOperation, effectOf: (order: VersionedSalesOrder) => Effect) {
+  const { record, plan: planned } = await writeOrder<VersionedSalesOrder, ReturnType<typeof plan>, SalesOrder>(
+    db, SALES_ORDERS, () => findSalesOrder(db, auth.accountId, id), (order) => plan(auth, order, operation, effectOf));
+  return { order: record, fulfilmentId: planned.fulfilmentId };
+}
+
+/** A fulfilment as an effect (see fulfilment). */
+function shipping(request: CreateFulfillment) {
+  return (order: VersionedSalesOrder): Effect => {
+    const { stock, record, complete } = fulfilment(order, request);
+    const locations = new Set([...order.fulfillments.map((row) => row.location_id), request.locationId]);
+    return { stock, fulfilment: record, facts: { complete }, fulfilledLocationId: complete && locations.size === 1 ? request.locationId : undefined };
+  };
 }
 
 const SHIPPING = 'What the order reserved there for those lines is taken first (its reservations are consumed: `reservation.released`, '
@@ -118,8 +134,7 @@ const fulfill = defineRoute({
   resolve: checkReferences([{ table: 'locations', field: 'locationId' }]),
   success: { status: 200, description: 'The fulfilled sales order', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or a line is short: ${SHORTAGE_CONFLICT}` },
-  handler: async ({ db, auth, params, body }) => ok((await db.transaction((trx) =>
-    transition(trx, auth, params.id ?? '', 'fulfill', (order) => fulfilment(trx, auth, order, body)))).order),
+  handler: async ({ db, auth, params, body }) => ok((await transition(db, auth, params.id ?? '', 'fulfill', shipping(body))).order),
 });
 
 const createFulfillment = defineRoute({
@@ -138,10 +153,10 @@ const createFulfillment = defineRoute({
     409: `${illegalMove} Or a line is asked for more than it has left: \`remainders\` names each (\`lineItemId\`, \`itemId\`, \`requested\`, `
       + `\`remaining\`). Or a line is short: ${SHORTAGE_CONFLICT}`,
   },
-  handler: async ({ db, auth, params, body }) => created(await db.transaction(async (trx) => {
-    const { order, effect } = await transition(trx, auth, params.id ?? '', 'ship', (locked) => fulfilment(trx, auth, locked, body));
-    return { ...order.fulfillments.find((row) => row.id === effect.id)!, salesOrder: order };
-  })),
+  handler: async ({ db, auth, params, body }) => {
+    const { order, fulfilmentId } = await transition(db, auth, params.id ?? '', 'ship', shipping(body));
+    return created({ ...order.fulfillments.find((row) => row.id === fulfilmentId)!, salesOrder: order });
+  },
 });
 
 const fulfillments = childListRoute({
@@ -158,13 +173,8 @@ const cancel = defineRoute({
     + 'Records a `sales_order.cancelled` event.',
   success: { status: 200, description: 'The cancelled sales order', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: illegalMove },
-  handler: async ({ db, auth, params }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'cancel', async (order) => {
-    const held = await lockReservations(trx, auth.accountId, (query) => query.where('sales_order_id', order.id));
-    await applyStock(trx, {
-      accountId: auth.accountId, userId: auth.userId,
-      close: held.map((row) => ({ row, quantity: row.quantity, as: 'released', reason: 'cancelled' })),
-    });
-    return {};
+  handler: async ({ db, auth, params }) => ok((await transition(db, auth, params.id ?? '', 'cancel', (order) => ({
+    stock: { close: order.reservations.map((row) => ({ row, quantity: row.quantity, as: 'released', reason: 'cancelled' })) },
   }))).order),
 });
 
@@ -177,9 +187,8 @@ const reserve = defineRoute({
   resolve: checkReferences([{ table: 'locations', field: 'locationId' }]),
   success: { status: 200, description: 'The order, each line with what it holds (`quantityReserved`)', schema: SalesOrder },
   errors: { 404: 'No such sales order in this account', 409: `${illegalMove} Or a line is short there: ${SHORTAGE_CONFLICT}` },
-  handler: async ({ db, auth, params, body }) => ok((await db.transaction((trx) => transition(trx, auth, params.id ?? '', 'reserve', async (order) => {
-    await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, reserve: unreserved(order, body.locationId) });
-    return {};
+  handler: async ({ db, auth, params, body }) => ok((await transition(db, auth, params.id ?? '', 'reserve', (order) => ({
+    stock: { reserve: unreserved(order, body.locationId) },
   }))).order),
 });
 

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
-import { snapshot, type CountedLine } from '../../../db/stock.ts';
+import { snapshot, type CountedLine, type CountLine, type StockStatementExtension } from '../../../db/stock.ts';
+import type { Statement } from '../../../db/statement.ts';
+import { isoTimestampSql, type Timestamp } from '../../../db/timestamps.ts';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { StockCount, StockCountListQuery } from './schema.ts';
@@ -58,35 +60,42 @@ export async function listStockCounts(db: Knex, accountId: string, filters: Stoc
   return withLines(db, accountId, rows);
 }
 
-/** The count and its lines, in one statement. */
-export async function insertStockCount(
-  trx: Knex.Transaction,
+/** The count and its lines, in a count's statement (countStock): each line with the level it left (`lv`); its `createdAt` comes back as `created_at`. */
+export function stockCountCtes(
+  q: Statement,
+  accountId: string,
+  count: { id: string; locationId: string; reason: string | null; userId: string },
+  lines: Array<CountLine & { previous: number; difference: number; sku: string }>,
+): StockStatementExtension {
+  const a = q.param(accountId, 'uuid');
+  return {
+    ctes: [
+      `sc as (insert into stock_counts (id, account_id, location_id, reason, created_by)
+         select ${q.param(count.id, 'uuid')}, ${a}, ${q.param(count.locationId, 'uuid')}, ${q.param(count.reason, 'text')}, ${q.param(count.userId, 'uuid')}
+         where not exists (select 1 from refused)
+         returning id, created_at)`,
+      `scl as (insert into stock_count_lines (account_id, count_id, position, item_id, sku, counted_quantity, previous_quantity, difference,
+         level_after, reserved_after, incoming_after)
+       select ${a}, sc.id, p.n - 1, p.item_id, p.sku, p.counted, p.previous, p.difference, l.quantity, l.reserved, l.incoming
+       from sc, unnest(${q.column(lines, (line) => line.itemId, 'uuid')}, ${q.column(lines, (line) => line.sku, 'text')},
+         ${q.column(lines, (line) => String(line.counted), 'numeric')}, ${q.column(lines, (line) => String(line.previous), 'numeric')},
+         ${q.column(lines, (line) => String(line.difference), 'numeric')}) with ordinality as p(item_id, sku, counted, previous, difference, n)
+       join lv l on l.item_id = p.item_id and l.location_id = ${q.param(count.locationId, 'uuid')})`,
+    ],
+    columns: [`(select ${isoTimestampSql('created_at')} from sc) as created_at`],
+  };
+}
+
+/** The count as stored by stockCountCtes, created at `createdAt`. */
+export function countRecord(
   accountId: string,
   count: { id: string; locationId: string; reason: string | null; userId: string },
   lines: Array<CountedLine & { sku: string }>,
-): Promise<StockCountWithLines> {
-  const column = <T>(value: (line: CountedLine & { sku: string }) => T) => lines.map(value);
-  const { rows: [row] } = await trx.raw<{ rows: StockCountRow[] }>(
-    `with c as (
-       insert into stock_counts (id, account_id, location_id, reason, created_by) values (?::uuid, ?::uuid, ?::uuid, ?, ?::uuid)
-       returning *
-     ), l as (
-       insert into stock_count_lines (account_id, count_id, position, item_id, sku, counted_quantity, previous_quantity, difference,
-         level_after, reserved_after, incoming_after)
-       select ?::uuid, c.id, p.n - 1, p.item_id, p.sku, p.counted, p.previous, p.difference, p.level, p.reserved, p.incoming
-       from c, unnest(?::uuid[], ?::text[], ?::numeric[], ?::numeric[], ?::numeric[], ?::numeric[], ?::numeric[], ?::numeric[])
-         with ordinality as p(item_id, sku, counted, previous, difference, level, reserved, incoming, n)
-     )
-     select * from c`,
-    [
-      count.id, accountId, count.locationId, count.reason, count.userId, accountId,
-      column((line) => line.itemId), column((line) => line.sku), column((line) => String(line.counted)),
-      column((line) => String(line.previous)), column((line) => String(line.difference)), column((line) => String(line.level.quantity)),
-      column((line) => String(line.level.reserved)), column((line) => String(line.level.incoming)),
-    ] as Knex.Value[],
-  );
+  createdAt: Timestamp,
+): StockCountWithLines {
   return {
-    ...row!,
+    id: count.id, account_id: accountId, location_id: count.locationId, reason: count.reason, created_by: count.userId,
+    created_at: createdAt, updated_at: createdAt,
     lines: lines.map((line) => ({
       count_id: count.id, item_id: line.itemId, sku: line.sku, counted_quantity: line.counted, previous_quantity: line.previous,
       difference: line.difference, level_after: line.level.quantity, reserved_after: line.level.reserved, incoming_after: line.level.incoming,

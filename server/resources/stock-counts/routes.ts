@@ -4,7 +4,7 @@ import type { Problem } from '../../../shared/errors.ts';
 import { checkReferences, resolveItemRows, type ItemRef } from '../../framework/references.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute, type Resolution, type RouteDeps } from '../../framework/route.ts';
-import { findStockCount, insertStockCount, listStockCounts, toStockCount } from './queries.ts';
+import { countRecord, findStockCount, listStockCounts, stockCountCtes, toStockCount } from './queries.ts';
 import { CreateStockCount, MAX_COUNT_LINES, StockCount, StockCountListQuery } from './schema.ts';
 
 const tag = 'Stock';
@@ -43,18 +43,17 @@ export const stockCountRoutes = [
     resolve: resolveCount,
     success: { status: 201, description: 'The count, each line with the level before, the difference and the level it left', schema: StockCount },
     errors: { 409: `${STALE_CONFLICT} ${OVERFLOW_CONFLICT}` },
-    handler: async ({ db, auth, body, resolved }) => created(toStockCount(await db.transaction(async (trx) => {
-      const id = randomUUID();
+    handler: async ({ db, auth, body, resolved }) => {
       const items = resolved.map((item) => item!);
-      const lines = await countStock(trx, {
-        accountId: auth.accountId, userId: auth.userId, reason: body.reason ?? null, source: { type: 'stock_count', id },
+      const count = { id: randomUUID(), locationId: body.locationId, reason: body.reason ?? null, userId: auth.userId };
+      const { lines, row } = await countStock<{ created_at: string }>(db, {
+        accountId: auth.accountId, userId: auth.userId, reason: count.reason, source: { type: 'stock_count', id: count.id },
         lines: body.lines.map((line, index) => ({
           itemId: items[index]!.id, locationId: body.locationId, counted: line.countedQuantity, expected: line.expectedQuantity,
         })),
-      });
-      return insertStockCount(trx, auth.accountId, { id, locationId: body.locationId, reason: body.reason ?? null, userId: auth.userId },
-        lines.map((line, index) => ({ ...line, sku: items[index]!.sku })));
-    }))),
+      }, (q, planned) => stockCountCtes(q, auth.accountId, count, planned.map((line, index) => ({ ...line, sku: items[index]!.sku }))));
+      return created(toStockCount(countRecord(auth.accountId, count, lines.map((line, index) => ({ ...line, sku: items[index]!.sku })), row.created_at)));
+    },
   }),
   counts.list,
   counts.get,
