@@ -41,8 +41,9 @@ const create = defineRoute<Record<string, never>, CreateSalesOrder, OrderItems>(
   summary: 'Create a sales order',
   description: 'Send either shape: A, lines by `itemId` taking each item\'s `price`, or B, lines by `sku` with explicit prices. '
     + 'Both answer the same order. `customerId` and at least one line are required; `salesOrderNumber` is assigned '
-    + '(`SO-000001`, ...) when absent. A 400 names every problem at once, shape and references (unknown customer, item '
-    + 'or sku, archived item, item without a price) together. `salesOrderNumber` and `integrationSourceId` are unique in '
+    + 'in order (`SO-000001`, ...) when absent: a refused create uses no number up (only two identical creates racing can '
+    + 'leave one unused). A 400 names every problem at once, shape and references (unknown customer, item or sku, '
+    + 'archived item, item without a price) together. `salesOrderNumber` and `integrationSourceId` are unique in '
     + 'your account: sending either again is a 409 carrying the existing order\'s `existingId`, so a retry can find it. '
     + 'With `locationId`, every line is reserved there in the same transaction (all or nothing), so that no other order can take the '
     + 'stock. Records a `sales_order.created` event.',
