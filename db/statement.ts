@@ -57,11 +57,13 @@ export const rowsJson = (from: string, order: string): string => `(select coales
     'created_at', ${isoTimestampSql('x.created_at')}, 'updated_at', ${isoTimestampSql('x.updated_at')}) order by ${order}), '[]') from ${from} x)`;
 
 /**
- * `record` as JSON, with `now` (a string nobody can have sent, wherever the record holds the statement's time)
- * replaced by `at` (a timestamptz expression) as isoTimestamp writes it: a record built before its statement ran.
+ * A record built before its statement ran, as JSON in its own key order, with what the statement decides filled
+ * in: each blank of `fills` (a string nobody can have sent, wherever the record holds that value) replaced by its
+ * SQL expression's value.
  */
-export const stampedJson = (statement: Statement, record: unknown, now: string, at: string): string =>
-  `replace(${statement.param(JSON.stringify(record), 'text')}, ${statement.param(JSON.stringify(now), 'text')}, to_json(${isoTimestampSql(at)})::text)::json`;
+export const filledJson = (statement: Statement, record: unknown, fills: Record<string, string>): string =>
+  `${Object.entries(fills).reduce((text, [blank, value]) => `replace(${text}, ${statement.param(JSON.stringify(blank), 'text')}, to_json(${value})::text)`,
+    statement.param(JSON.stringify(record), 'text'))}::json`;
 
 /** Where a statement stopped itself (stockroom_stop, migration 017): its reason and detail. */
 export interface Stop {

@@ -3,8 +3,9 @@
 // change of what is expected goes through applyStock, as one statement (a round trip; on its own, a transaction
 // too, so a level's lock is held for that statement and no network wait), with the caller's record in it:
 //
-// 1. the reservations it closes are locked by the caller first (lockReservations), then the levels it touches, in
-//    one global order (item, then location), so that operations running at once cannot deadlock;
+// 1. the reservations it closes are locked first (by the caller's transaction with lockReservations, or by the
+//    caller's CTEs before the levels, as writeOrder's are), then the levels it touches, in one global order (item,
+//    then location), so that operations running at once cannot deadlock;
 // 2. every check runs on the levels as they stand under their locks, in exact numeric, before anything moves: no
 //    level below zero or past the maximum, and reserved stock taken only by what it was reserved for (a physical
 //    loss aside); a refused level stops the statement (stockroom_refuse), and one 409 names every refusal;
@@ -521,7 +522,8 @@ interface StockAnswer {
  * (`stock.adjusted` for every movement, `reservation.created` / `reservation.released` for every reservation made or
  * closed, each with the level after the whole operation, then the caller's) and their jobs. A refused level stops
  * the statement, which then answers one 409 naming every refused level. On `db` alone the statement is its own
- * transaction; in a caller's transaction, reservations to close must have been locked with lockReservations.
+ * transaction. Reservations to close must be locked before it reaches their levels: with lockReservations in a
+ * caller's transaction, or in the statement by the caller's guards (writeOrder's).
  * `extend` adds the caller's record to the same statement; its columns come back as `row`.
  */
 export async function applyStock<Row = Record<string, never>>(

@@ -5,7 +5,8 @@
 // first one's status, as it would have under a lock held across round trips, but no lock is held across one.
 import type { Knex } from 'knex';
 import { applyStock, type StockOperation, type StockStatementExtension } from '../../db/stock.ts';
-import { stampedJson, stopOf, stopSql, type Statement } from '../../db/statement.ts';
+import { filledJson, stopOf, stopSql, type Statement } from '../../db/statement.ts';
+import { isoTimestampSql } from '../../db/timestamps.ts';
 import { NotFoundError } from '../../shared/errors.ts';
 import { partRecordCtes, type NewPartRecord, type OrderLine, type PartRecordTables } from './line-parts.ts';
 
@@ -33,11 +34,13 @@ export interface OrderWrite {
 
 export interface OrderTable {
   table: string;
+  noun: string;
   /**
-   * CTEs that lock the rows the order's version covers, the order's own as `po` (with its `id`), in the order every
-   * writer of them locks them; and the version of the rows locked (what the read computed), over those CTEs.
+   * Rows besides the order's own that its version covers (a sales order's open reservations): CTEs that lock them,
+   * after the order's row (`po`) and in the order every writer of them locks them, and their part of the version (what
+   * the read appends to the row's `xmin` after a `/`), over those CTEs.
    */
-  lock(q: Statement, accountId: string, orderId: string): { ctes: string[]; version: string };
+  also?: (q: Statement, accountId: string, orderId: string) => { ctes: string[]; version: string };
 }
 
 /**
@@ -47,14 +50,17 @@ export interface OrderTable {
  */
 function orderCtes(q: Statement, auth: { accountId: string; userId: string }, order: Versioned, table: OrderTable, write: OrderWrite): StockStatementExtension {
   const a = q.param(auth.accountId, 'uuid');
-  const locks = table.lock(q, auth.accountId, order.id);
-  const current = `(${locks.version}) = ${q.param(order.version, 'text')}`;
+  const o = q.param(order.id, 'uuid');
+  const also = table.also?.(q, auth.accountId, order.id);
+  const version = also ? `(select version from po) || '/' || (${also.version})` : '(select version from po)';
+  const current = `${version} = ${q.param(order.version, 'text')}`;
   const gate = `${current} and not exists (select 1 from refused)`;
   const set = Object.entries(write.set(q)).map(([column, value]) => `${column} = ${value}, `).join('');
-  const record = stampedJson(q, write.record, write.now, '(select updated_at from ou)');
+  const record = filledJson(q, write.record, { [write.now]: isoTimestampSql('(select updated_at from ou)') });
   return {
     ctes: [
-      ...locks.ctes,
+      `po as materialized (select id, xmin::text as version from ${table.table} where account_id = ${a} and id = ${o} for update)`,
+      ...also?.ctes ?? [],
       ...write.part ? partRecordCtes(q, auth.accountId, auth.userId, write.part.tables, write.part.record, gate) : [],
       `ou as (update ${table.table} o set ${set}updated_at = now()
          where o.account_id = ${a} and o.id = (select id from po) and ${gate}
@@ -70,18 +76,18 @@ function orderCtes(q: Statement, auth: { accountId: string; userId: string }, or
  * Reads the order (`read`; none is a 404 naming `noun`), plans the operation on it and writes the plan in one
  * statement, until the order is still as read when the statement locks it. Answers the order after it, and the plan.
  */
-export async function writeOrder<Order extends Versioned, Plan extends { stock: StockOperation; write: OrderWrite }, Record>(
+export async function writeOrder<Order extends Versioned, Plan extends { stock: StockOperation; write: OrderWrite }, Answer>(
   db: Knex,
-  table: OrderTable & { noun: string },
+  table: OrderTable,
   read: () => Promise<Order | undefined>,
   plan: (order: Order) => Plan,
-): Promise<{ record: Record; plan: Plan }> {
+): Promise<{ record: Answer; plan: Plan }> {
   for (;;) {
     const order = await read();
     if (!order) throw new NotFoundError(table.noun);
     const planned = plan(order);
     try {
-      const { row } = await applyStock<{ record: Record }>(db, planned.stock, {
+      const { row } = await applyStock<{ record: Answer }>(db, planned.stock, {
         extend: (q) => orderCtes(q, planned.stock, order, table, planned.write),
       });
       return { record: row.record, plan: planned };

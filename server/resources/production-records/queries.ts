@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { findOwned, listOwned, whereId, withChildren, type OwnedRow } from '../../framework/crud.ts';
 import type { PageRequest } from '../../framework/pagination.ts';
 import type { StockStatementExtension } from '../../../db/stock.ts';
-import { stampedJson, type Statement } from '../../../db/statement.ts';
+import { filledJson, type Statement } from '../../../db/statement.ts';
+import { isoTimestampSql } from '../../../db/timestamps.ts';
 import type { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
 
 export interface ProductionRecordRow extends OwnedRow {
@@ -54,7 +55,7 @@ function withComponents(db: Knex, accountId: string, records: ProductionRecordRo
  * It comes back as `record`.
  */
 export function productionRecordCtes(q: Statement, accountId: string, values: CreateProductionRecord & { id: string; createdBy: string }, record: ProductionRecord, now: string): StockStatementExtension {
-  const data = stampedJson(q, record, now, '(select created_at from pr)');
+  const data = filledJson(q, record, { [now]: isoTimestampSql('(select created_at from pr)') });
   return {
     ctes: [
       `pr as (insert into production_records (id, account_id, item_id, location_id, quantity, reference, created_by)

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { applyStock, type NewReservation, type ReservationRow, type StockStatementExtension } from '../../../db/stock.ts';
-import { rowsJson, stopOf, stopSql, type Statement } from '../../../db/statement.ts';
+import { filledJson, rowsJson, stopOf, stopSql, type Statement } from '../../../db/statement.ts';
 import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
 import { orderNumberSequenceSql } from '../../../db/accounts.ts';
@@ -125,21 +125,14 @@ export async function findSalesOrder(db: Knex, accountId: string, id: string): P
   return row;
 }
 
-/** The order's row and its open reservations as its operations lock them (the reservations in id order, as lockReservations does). */
-export const SALES_ORDERS: OrderTable & { noun: string } = {
+/** Sales orders for writeOrder: the version covers the order's open reservations too, locked in id order as lockReservations does. */
+export const SALES_ORDERS: OrderTable = {
   table: 'sales_orders', noun: 'Sales order',
-  lock: (q, accountId, orderId) => {
-    const a = q.param(accountId, 'uuid');
-    const o = q.param(orderId, 'uuid');
-    return {
-      ctes: [
-        `po as materialized (select id, xmin::text as version from sales_orders where account_id = ${a} and id = ${o} for update)`,
-        `rl as materialized (select id, xmin::text as version from reservations
-           where account_id = ${a} and sales_order_id = ${o} and status = 'open' order by id for update)`,
-      ],
-      version: `select (select version from po) || '/' || coalesce((select string_agg(id::text || '.' || version, ',' order by id) from rl), '')`,
-    };
-  },
+  also: (q, accountId, orderId) => ({
+    ctes: [`rl as materialized (select id, xmin::text as version from reservations
+      where account_id = ${q.param(accountId, 'uuid')} and sales_order_id = ${q.param(orderId, 'uuid')} and status = 'open' order by id for update)`],
+    version: `select coalesce(string_agg(id::text || '.' || version, ',' order by id), '') from rl`,
+  }),
 };
 
 export async function listSalesOrders(db: Knex, accountId: string, filters: SalesOrderListQuery, page: PageRequest): Promise<SalesOrderWithLines[]> {
@@ -216,11 +209,11 @@ function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, d
   const a = q.param(accountId, 'uuid');
   const given = q.param(order.salesOrderNumber ?? null, 'text');
   const source = q.param(order.integrationSourceId ?? null, 'text');
-  const replaced = [
-    ['salesOrderNumber', 'o.sales_order_number'], ['createdAt', isoTimestampSql('o.created_at')], ['updatedAt', isoTimestampSql('o.updated_at')],
-  ] as const;
-  const data = replaced.reduce((text, [field, value]) => `replace(${text}, ${q.param(JSON.stringify(blank(draft.id, field)), 'text')}, to_json(${value})::text)`,
-    q.param(JSON.stringify(draft), 'text'));
+  const data = filledJson(q, draft, {
+    [blank(draft.id, 'salesOrderNumber')]: 'o.sales_order_number',
+    [blank(draft.id, 'createdAt')]: isoTimestampSql('o.created_at'),
+    [blank(draft.id, 'updatedAt')]: isoTimestampSql('o.updated_at'),
+  });
   return {
     ctes: [
       `num as (select ${given} as number where ${given} is not null
@@ -242,7 +235,7 @@ function orderStatement(q: Statement, accountId: string, order: NewSalesOrder, d
            ${q.column(lines, (line) => String(line.quantity), 'numeric')}, ${q.column(lines, (line) => String(line.price), 'numeric')})
            as l(id, position, item_id, sku, quantity, price))`,
     ],
-    events: `select 'sales_order.created' as type, ${data}::json as data, 1 as n from o`,
+    events: `select 'sales_order.created' as type, ${data} as data, 1 as n from o`,
     columns: [
       `(select ${stopSql(q, CLASH, "jsonb_build_object('number', (select number from num))")} where not exists (select 1 from o)) as clash`,
       `(select e.data from e where e.type = 'sales_order.created') as created`,

@@ -35,7 +35,7 @@ export const stockCountRoutes = [
     method: 'post', path: '/stock-counts', operationId: 'createStockCount', tag,
     summary: 'Record a stock count',
     description: `Sets each line's level at \`locationId\` to \`countedQuantity\` (1 to ${MAX_COUNT_LINES} lines, items by \`itemId\` or \`sku\`, `
-      + 'each once), in one transaction: the difference from what is on hand, computed under the levels\' locks, becomes a `count` '
+      + 'each once), in one transaction: the difference from what is on hand, checked under the levels\' locks, becomes a `count` '
       + 'movement (with its `stock.adjusted` event; none when they are equal). A count records what is physically there, so it may take '
       + 'reserved stock and leave a level oversold, which the line\'s `stockLevel` says. Send `expectedQuantity` to make it a '
       + 'compare-and-set: a level that changed since you read it makes the whole count a 409. Counts as one request against the rate limit.',
