@@ -18,6 +18,7 @@ import { createAccount, createApiKey } from '../db/accounts.ts';
 import { createDb } from '../db/knex.ts';
 import { migrateLatest } from '../db/migrations/index.ts';
 import { createDatabase, dropDatabase, freePort, startScratchServer } from '../test/helpers/database.ts';
+import { procfileArgs } from './processes.ts';
 
 const TOTAL = Number(process.env.BENCH_REQUESTS ?? 200_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -49,7 +50,7 @@ const hostileKey = await keyFor('hostile');
 await db.destroy();
 
 const port = await freePort();
-const web = spawn(process.execPath, ['server/main.ts'], {
+const web = spawn(process.execPath, await procfileArgs('web'), {
   env: {
     ...process.env, DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     PORT: String(port), HOST: '127.0.0.1', TRUST_PROXY: 'true', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '100000000',

@@ -12,9 +12,9 @@ import { migrateLatest } from '../db/migrations/index.ts';
 import { API_PREFIX } from '../server/routes.ts';
 import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed } from './seed.ts';
-import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget } from './processes.ts';
+import { currentRssMb, peakRssMb, procfileArgs, startTarget, stopTarget } from './processes.ts';
 
-const procfileFlags = (await procfileWebArgs()).slice(0, -1).join(' ');
+const procfileFlags = (await procfileArgs('web')).slice(0, -1).join(' ');
 const { values } = parseArgs({ options: { flags: { type: 'string', multiple: true, default: [procfileFlags, ''] } } });
 
 const server = await startScratchServer('bench');

@@ -5,9 +5,9 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { freePort } from '../test/helpers/database.ts';
 
-/** The arguments after `node` on the Procfile's `web:` line: ours runs as production runs it, V8 flags included. */
-export async function procfileWebArgs(): Promise<string[]> {
-  return /^web:\s*node\s+(.+)$/m.exec(await readFile('Procfile', 'utf8'))![1]!.trim().split(/\s+/);
+/** The arguments after `node` on a line of the Procfile: ours runs as production runs it, V8 flags included. */
+export async function procfileArgs(type: 'web' | 'worker'): Promise<string[]> {
+  return new RegExp(`^${type}:\\s*node\\s+(.+)$`, 'm').exec(await readFile('Procfile', 'utf8'))![1]!.trim().split(/\s+/);
 }
 
 /** A field of /proc/<pid>/status in MB: VmRSS (now) or VmHWM (the peak so far); null where /proc is not there. */

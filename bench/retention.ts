@@ -18,7 +18,7 @@ import { API_PREFIX } from '../server/routes.ts';
 import { encrypt } from '../shared/encryption.ts';
 import { generateSecret } from '../shared/webhook-secrets.ts';
 import { createDatabase, dropDatabase } from '../test/helpers/database.ts';
-import { procfileWebArgs, startTarget, stopTarget } from './processes.ts';
+import { procfileArgs, startTarget, stopTarget } from './processes.ts';
 
 export interface RetentionRun {
   events: number;
@@ -91,13 +91,13 @@ async function runOnce(adminUrl: string, events: number, withPrune: boolean, log
   const recent = await db('events').where({ account_id: accountId }).orderBy('seq', 'desc').offset(100).first('id');
 
   const env = { DATABASE_URL: url, ENCRYPTION_KEY: encryptionKey.toString('hex'), RATE_LIMIT_PER_KEY: '100000000', LOG_LEVEL: 'warn' };
-  const web = await startTarget('web', await procfileWebArgs(), env, '/health');
+  const web = await startTarget('web', await procfileArgs('web'), env, '/health');
   const firstPage = await load(web.base, key, '/events?limit=100');
   const afterRecent = await load(web.base, key, `/events?after=${recent.id}&limit=100`);
   await stopTarget(web);
 
   await db.transaction((trx) => recordEvents(trx, accountId, Array.from({ length: NEW_EVENTS }, (_, n) => ({ type: 'stock.adjusted' as const, data: { n } }))));
-  const worker = spawn(process.execPath, ['jobs/main.ts'], {
+  const worker = spawn(process.execPath, await procfileArgs('worker'), {
     env: { ...process.env, ...env, ALLOW_INSECURE_WEBHOOK_URLS: 'true' }, stdio: ['ignore', 'inherit', 'inherit'],
   });
   while (delivered === 0) await new Promise<void>((resolve) => { onArrival = resolve; setTimeout(resolve, 20); });

@@ -19,7 +19,7 @@ import { migrateLatest } from '../db/migrations/index.ts';
 import { API_PREFIX } from '../server/routes.ts';
 import { createDatabase, dropDatabase, startScratchServer } from '../test/helpers/database.ts';
 import { seed, SEED_SIZES } from './seed.ts';
-import { currentRssMb, peakRssMb, procfileWebArgs, startTarget, stopTarget, type Target } from './processes.ts';
+import { currentRssMb, peakRssMb, procfileArgs, startTarget, stopTarget, type Target } from './processes.ts';
 import { runBatchBench } from './batches.ts';
 import { runPgbench } from './pgbench.ts';
 import { describeRetention, runRetentionBench } from './retention.ts';
@@ -106,7 +106,7 @@ const seeded = await seed(db, SEED_SIZES, [`${receiverUrl}/a`, `${receiverUrl}/b
 log(`Seeded in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 const poolMax = process.env.DB_POOL_MAX ?? '10';
-const ours = await startTarget('stockroom', await procfileWebArgs(), {
+const ours = await startTarget('stockroom', await procfileArgs('web'), {
   DATABASE_URL: url, ENCRYPTION_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true',
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
 }, '/health');
@@ -209,8 +209,8 @@ if (values.only) {
 // The same reads on two fresh web processes, one counting keys in PostgreSQL, one in its own memory
 // (RATE_LIMIT_STORE=memory), as before the limits were shared: what counting in PostgreSQL costs. Fresh both: a
 // process that served every scenario before runs slower than a new one, whatever it counts.
-const procfileArgs = await procfileWebArgs();
-const freshTarget = (name: string, store: string) => startTarget(name, procfileArgs, {
+const webArgs = await procfileArgs('web');
+const freshTarget = (name: string, store: string) => startTarget(name, webArgs, {
   DATABASE_URL: url, ENCRYPTION_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true', RATE_LIMIT_STORE: store,
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
 }, '/health');

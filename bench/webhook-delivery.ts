@@ -14,7 +14,7 @@ import { recordEvents } from '../db/events.ts';
 import { encrypt } from '../shared/encryption.ts';
 import { generateSecret } from '../shared/webhook-secrets.ts';
 import { createDatabase, dropDatabase } from '../test/helpers/database.ts';
-import { peakRssMb } from './processes.ts';
+import { peakRssMb, procfileArgs } from './processes.ts';
 
 export interface WebhookBenchOptions {
   /** The PostgreSQL server's maintenance database: the scenario creates and drops a database of its own. */
@@ -115,7 +115,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<Web
   for (let done = 0; done < EVENTS; done += BATCH) await emit(Math.min(BATCH, EVENTS - done));
   const backlogIds = [...committedAt.keys()];
 
-  const worker = spawn(process.execPath, ['jobs/main.ts'], {
+  const worker = spawn(process.execPath, await procfileArgs('worker'), {
     env: {
       ...process.env, DATABASE_URL: url, ENCRYPTION_KEY: key.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true', LOG_LEVEL: 'warn',
       ...(options.workerConcurrency ? { WORKER_CONCURRENCY: options.workerConcurrency } : {}),

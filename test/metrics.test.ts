@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import test from 'ava';
 import { useHarness, type RunningApp } from './helpers/harness.ts';
 import { parsePrometheus } from './helpers/prometheus.ts';
+import { eventually } from './helpers/eventually.ts';
 
 const h = useHarness(test);
 const TOKEN = 'metrics-token-0123456789abcdef';
@@ -90,4 +92,28 @@ test('the webhook pipeline as PostgreSQL sees it, read at most once every 5 seco
   t.is((await api.post('/items', { sku: `P-late-${randomUUID()}`, name: 'Later' })).status, 201);
   const again = await Promise.all([scrape(), scrape(), scrape()]);
   for (const { metrics: next } of again) t.is(next!.value('stockroom_events_undelivered'), undelivered);
+});
+
+test.serial('a client that hangs up before its body is read is no server error', async (t) => {
+  // The key is looked up before the body is read: a client gone by then leaves a request with nothing to read.
+  const { key } = await h.newAccount();
+  const before = (await scrape()).metrics!;
+  const { hostname, port } = new URL(app.baseUrl);
+  const HANGUPS = 20;
+  for (let n = 0; n < HANGUPS; n += 1) {
+    const socket = net.connect(Number(port), hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`POST /rest/api/v2/items HTTP/1.1\r\nHost: ${hostname}\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n`);
+    socket.destroy();
+  }
+  const route = { method: 'POST', route: '/rest/api/v2/items' };
+  const increase = (metrics: ReturnType<typeof parsePrometheus>, status: string) =>
+    (metrics.value('http_requests_total', { ...route, status }) ?? 0) - (before.value('http_requests_total', { ...route, status }) ?? 0);
+  let after = before;
+  t.true(await eventually(async () => {
+    after = (await scrape()).metrics!;
+    return increase(after, '400') + increase(after, '500') >= HANGUPS;
+  }), 'every request was answered');
+  t.is(increase(after, '500'), 0, 'none answered as a server fault');
+  t.is(increase(after, '400'), HANGUPS);
 });

@@ -32,10 +32,15 @@ function isDatabaseUnavailable(error: HttpLikeError): boolean {
   return (error.code !== undefined && DB_UNAVAILABLE_CODES.has(error.code)) || DB_UNAVAILABLE_MESSAGES.test(error.message ?? '');
 }
 
-function toApiError(error: HttpLikeError): ApiError | null {
+function toApiError(error: HttpLikeError, ctx: AppContext): ApiError | null {
   const status = error.status ?? error.statusCode;
   if (error instanceof SyntaxError || error.type === 'entity.parse.failed') {
     return ValidationError.of('body', `is not valid JSON: ${error.message}`);
+  }
+  // The client hung up before its body was read (while its key was looked up, say): raw-body finds nothing to read
+  // and calls it a 500. Hanging up mid-body is raw-body's own 400 already; nobody is left to read either answer.
+  if (error.type === 'stream.not.readable' && ctx.req.destroyed) {
+    return new ApiError(400, 'The connection closed before the request body was read');
   }
   if (status === 413) return new ApiError(413, 'Request body is too large');
   if (status === 415) return new ApiError(415, error.message ?? 'Unsupported media type');
@@ -83,7 +88,7 @@ export async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
     if (ctx.body == null) describeEmptyError(ctx);
   } catch (thrown) {
     const error = (thrown ?? {}) as HttpLikeError;
-    const apiError = thrown instanceof ApiError ? thrown : toApiError(error);
+    const apiError = thrown instanceof ApiError ? thrown : toApiError(error, ctx);
     for (const [name, value] of Object.entries(error.headers ?? {})) ctx.set(name, value);
     if (apiError?.status === 503) {
       ctx.set('Retry-After', String(DB_RETRY_AFTER_S));
