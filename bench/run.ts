@@ -106,7 +106,8 @@ const seeded = await seed(db, SEED_SIZES, [`${receiverUrl}/a`, `${receiverUrl}/b
 log(`Seeded in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 const poolMax = process.env.DB_POOL_MAX ?? '10';
-const ours = await startTarget('stockroom', await procfileArgs('web'), {
+const webArgs = await procfileArgs('web');
+const ours = await startTarget('stockroom', webArgs, {
   DATABASE_URL: url, ENCRYPTION_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true',
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,
 }, '/health');
@@ -209,7 +210,6 @@ if (values.only) {
 // The same reads on two fresh web processes, one counting keys in PostgreSQL, one in its own memory
 // (RATE_LIMIT_STORE=memory), as before the limits were shared: what counting in PostgreSQL costs. Fresh both: a
 // process that served every scenario before runs slower than a new one, whatever it counts.
-const webArgs = await procfileArgs('web');
 const freshTarget = (name: string, store: string) => startTarget(name, webArgs, {
   DATABASE_URL: url, ENCRYPTION_KEY: secretKey.toString('hex'), ALLOW_INSECURE_WEBHOOK_URLS: 'true', RATE_LIMIT_STORE: store,
   LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DB_POOL_MAX: poolMax,

@@ -42,11 +42,13 @@ function normaliseEmail(email: string): string {
   return value;
 }
 
+const ORDER_NUMBER_SEQUENCE = 'sales_order_numbers_';
+
 /** The sequence an account's generated sales order numbers come from (`SO-000042` from 42). */
-export const orderNumberSequence = (accountId: string): string => `sales_order_numbers_${accountId.replaceAll('-', '')}`;
+export const orderNumberSequence = (accountId: string): string => `${ORDER_NUMBER_SEQUENCE}${accountId.replaceAll('-', '')}`;
 
 /** orderNumberSequence in SQL, over a uuid expression: the sequence as a regclass, for nextval. */
-export const orderNumberSequenceSql = (accountId: string): string => `('sales_order_numbers_' || replace(${accountId}::text, '-', ''))::regclass`;
+export const orderNumberSequenceSql = (accountId: string): string => `('${ORDER_NUMBER_SEQUENCE}' || replace(${accountId}::text, '-', ''))::regclass`;
 
 export async function createAccount(db: Knex, name: string, email: string): Promise<{ accountId: string; userId: string }> {
   if (!name.trim()) throw new AccountError('The account name must not be blank');

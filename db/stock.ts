@@ -569,7 +569,6 @@ export async function moveStock(db: Knex, op: { accountId: string; userId: strin
   return (await applyStock(db, { accountId, userId, move }, options)).movements;
 }
 
-
 export interface CountLine {
   itemId: string;
   locationId: string;
@@ -613,11 +612,11 @@ async function readLevels(db: Knex, accountId: string, lines: CountLine[]): Prom
  * still, under its lock, at what the count took it to be: else a line's `expected` makes the count a 409 naming every
  * such line, and a level read makes the count run again.
  */
-export async function countStock<Row>(
+export async function countStock<Line extends CountLine, Row>(
   db: Knex,
-  op: { accountId: string; userId: string; reason: string | null; source: { type: SourceType; id: string }; lines: CountLine[] },
-  extend: (statement: Statement, lines: Array<CountLine & { previous: number; difference: number }>) => StockStatementExtension,
-): Promise<{ lines: CountedLine[]; row: Row }> {
+  op: { accountId: string; userId: string; reason: string | null; source: { type: SourceType; id: string }; lines: Line[] },
+  extend: (statement: Statement, lines: Array<Line & { previous: number; difference: number }>) => StockStatementExtension,
+): Promise<{ lines: Array<Line & CountedLine>; row: Row }> {
   for (;;) {
     const unexpected = op.lines.filter((line) => line.expected === undefined);
     const read = unexpected.length ? await readLevels(db, op.accountId, unexpected) : new Map<string, bigint>();

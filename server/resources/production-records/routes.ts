@@ -4,7 +4,7 @@ import { checkReferences } from '../../framework/references.ts';
 import { created, defineRoute } from '../../framework/route.ts';
 import { applyStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT } from '../../../db/stock.ts';
 import { findProductionRecord, listProductionRecords, productionRecordCtes, toProductionRecord } from './queries.ts';
-import { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery, type ProductionRecord as ProductionRecordRecord } from './schema.ts';
+import { CreateProductionRecord, ProductionRecord, ProductionRecordListQuery } from './schema.ts';
 
 const tag = 'Production records';
 
@@ -34,11 +34,11 @@ export const productionRecordRoutes = [
     handler: async ({ db, auth, body }) => {
       const id = randomUUID();
       const now = randomUUID();
-      const record: ProductionRecordRecord = {
+      const record: ProductionRecord = {
         id, itemId: body.itemId, locationId: body.locationId, quantity: body.quantity, components: body.components,
         reference: body.reference ?? null, createdBy: auth.userId, createdAt: now, updatedAt: now,
       };
-      const { row } = await applyStock<{ record: ProductionRecordRecord }>(db, {
+      const { row } = await applyStock<{ record: ProductionRecord }>(db, {
         accountId: auth.accountId, userId: auth.userId,
         move: {
           type: 'production', reason: 'Production', source: { type: 'production_record', id },

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { applyStock, type NewReservation, type ReservationRow, type StockStatementExtension } from '../../../db/stock.ts';
+import { applyStock, type ClosingReservation, type NewReservation, type ReservationRow, type StockStatementExtension } from '../../../db/stock.ts';
 import { filledJson, rowsJson, stopOf, stopSql, type Statement } from '../../../db/statement.ts';
 import { isoTimestampSql } from '../../../db/timestamps.ts';
 import { fromMicros, toMicros } from '../../../shared/decimal.ts';
@@ -106,6 +106,12 @@ export const listFulfillments = (db: Knex, accountId: string, orderId: string, p
 export type VersionedSalesOrder = SalesOrderWithLines & Versioned & { reservations: ReservationRow[] };
 
 /**
+ * The version of an order's open reservations over `rows` (their `id` and `xmin` as `version`): what the read takes
+ * and what the write compares it with under the locks, so both must be this one text.
+ */
+const reservationsVersion = (rows: string) => `(select coalesce(string_agg(v.id::text || '.' || v.version, ',' order by v.id), '') from ${rows} v)`;
+
+/**
  * The order with its lines (each with what it holds reserved), its fulfilments, its open reservations and its
  * version, in one query: what GET answers, and what an operation decides from (no lock: its statement checks the
  * version, which any change to the order's row or to one of its open reservations moves).
@@ -113,8 +119,8 @@ export type VersionedSalesOrder = SalesOrderWithLines & Versioned & { reservatio
 export async function findSalesOrder(db: Knex, accountId: string, id: string): Promise<VersionedSalesOrder | undefined> {
   if (!isUuid(id)) return undefined;
   const { rows: [row] } = await db.raw<{ rows: VersionedSalesOrder[] }>(
-    `select o.*, o.xmin::text || '/' || coalesce((select string_agg(r.id::text || '.' || r.xmin::text, ',' order by r.id) from reservations r
-         where r.account_id = o.account_id and r.sales_order_id = o.id and r.status = 'open'), '') as version,
+    `select o.*, o.xmin::text || '/' || ${reservationsVersion(`(select r.id, r.xmin::text as version from reservations r
+         where r.account_id = o.account_id and r.sales_order_id = o.id and r.status = 'open')`)} as version,
        ${rowsJson(`(select l.*, coalesce((select sum(r.quantity) from reservations r where r.sales_order_line_id = l.id and r.status = 'open'), 0)
          as quantity_reserved from sales_order_lines l where l.sales_order_id = o.id)`, 'x.position')} as lines,
        ${rowsJson(`(select r.*, ${partLinesJson(FULFILLMENT_TABLES)} as lines from sales_fulfillments r where r.sales_order_id = o.id)`, 'x.created_at, x.id')} as fulfillments,
@@ -131,7 +137,7 @@ export const SALES_ORDERS: OrderTable = {
   also: (q, accountId, orderId) => ({
     ctes: [`rl as materialized (select id, xmin::text as version from reservations
       where account_id = ${q.param(accountId, 'uuid')} and sales_order_id = ${q.param(orderId, 'uuid')} and status = 'open' order by id for update)`],
-    version: `select coalesce(string_agg(id::text || '.' || version, ',' order by id), '') from rl`,
+    version: reservationsVersion('rl'),
   }),
 };
 
@@ -182,6 +188,18 @@ async function duplicate(db: Knex, accountId: string, order: NewSalesOrder, numb
  */
 const DECIDED = ['salesOrderNumber', 'createdAt', 'updatedAt'] as const;
 const blank = (orderId: string, field: (typeof DECIDED)[number]): string => `${orderId}:${field}`;
+
+/** The lines, each with what it holds reserved once `reserve` is made and `close` closed (reservations of these lines). */
+export function linesReserved(
+  lines: SalesOrderLineRow[],
+  reserve: NewReservation[],
+  close: Array<Pick<ClosingReservation, 'row' | 'quantity'>> = [],
+): SalesOrderLineRow[] {
+  const reserved = new Map(lines.map((line) => [line.id, toMicros(line.quantity_reserved)]));
+  for (const { source, quantity } of reserve) if (source.type === 'sales_order') reserved.set(source.lineItemId, reserved.get(source.lineItemId)! + toMicros(quantity));
+  for (const { row, quantity } of close) reserved.set(row.sales_order_line_id!, reserved.get(row.sales_order_line_id!)! - toMicros(quantity));
+  return lines.map((line) => ({ ...line, quantity_reserved: fromMicros(reserved.get(line.id)!) }));
+}
 
 /** A new order's lines, under ids of their own, as they will be stored, nothing reserved yet. */
 export function newLineRows(accountId: string, orderId: string, lines: NewLine[]): SalesOrderLineRow[] {
@@ -259,14 +277,11 @@ export async function createSalesOrder(
   lines: SalesOrderLineRow[],
   reserve: NewReservation[],
 ): Promise<SalesOrder> {
-  const reserved = (line: SalesOrderLineRow) => fromMicros(reserve
-    .filter((reservation) => reservation.source.type === 'sales_order' && reservation.source.lineItemId === line.id)
-    .reduce((sum, reservation) => sum + toMicros(reservation.quantity), 0n));
   const draft = toSalesOrder({
     id, account_id: auth.accountId, sales_order_number: blank(id, 'salesOrderNumber'), integration_source_id: order.integrationSourceId ?? null,
     customer_id: order.customerId, status: 'open', total: order.total, fulfilled_location_id: null,
     created_at: blank(id, 'createdAt'), updated_at: blank(id, 'updatedAt'),
-    lines: lines.map((line) => ({ ...line, quantity_reserved: reserved(line) })), fulfillments: [],
+    lines: linesReserved(lines, reserve), fulfillments: [],
   });
   for (;;) {
     try {

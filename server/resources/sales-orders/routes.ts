@@ -15,7 +15,7 @@ import { fulfilment } from './fulfillment.ts';
 import { SALES_ORDER_EVENTS, SALES_ORDER_FACTS, SALES_ORDER_TRANSITIONS, type SalesOrderOperation } from './lifecycle.ts';
 import { orderLines, resolveSalesOrder, type OrderItems } from './lines.ts';
 import {
-  createSalesOrder, findSalesOrder, FULFILLMENT_TABLES, listFulfillments, newLineRows, listSalesOrders, SALES_ORDERS, toFulfillment, toSalesOrder,
+  createSalesOrder, findSalesOrder, FULFILLMENT_TABLES, linesReserved, listFulfillments, newLineRows, listSalesOrders, SALES_ORDERS, toFulfillment, toSalesOrder,
   type FulfillmentRow, type SalesOrderLineRow, type SalesOrderWithLines, type VersionedSalesOrder,
 } from './queries.ts';
 import {
@@ -82,16 +82,11 @@ function plan(auth: ApiKeyIdentity, order: VersionedSalesOrder, operation: Sales
   const move = allowedMove(SALES_ORDER_TRANSITIONS, 'sales order', order.status, operation);
   const effect = effectOf(order);
   const status = settle(move, effect.facts);
-  const { reserve = [], close = [] } = effect.stock ?? {};
-  const reserved = new Map(order.lines.map((line) => [line.id, toMicros(line.quantity_reserved)]));
-  for (const { source, quantity } of reserve) if (source.type === 'sales_order') reserved.set(source.lineItemId, reserved.get(source.lineItemId)! + toMicros(quantity));
-  for (const { row, quantity } of close) reserved.set(row.sales_order_line_id!, reserved.get(row.sales_order_line_id!)! - toMicros(quantity));
   const fulfilledLocationId = effect.fulfilledLocationId ?? order.fulfilled_location_id;
   const now = randomUUID();
   const record = toSalesOrder({
     ...order, status, fulfilled_location_id: fulfilledLocationId, updated_at: now,
-    lines: linesAfter(order.lines, effect.fulfilment?.parts ?? [], FULFILLMENT_TABLES)
-      .map((line) => ({ ...line, quantity_reserved: fromMicros(reserved.get(line.id)!) })),
+    lines: linesReserved(linesAfter(order.lines, effect.fulfilment?.parts ?? [], FULFILLMENT_TABLES), effect.stock?.reserve ?? [], effect.stock?.close),
     fulfillments: effect.fulfilment
       ? [...order.fulfillments, storedPartRecord<SalesOrderLineRow, FulfillmentRow>(FULFILLMENT_TABLES, auth, effect.fulfilment, now)]
       : order.fulfillments,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { countStock, OVERFLOW_CONFLICT, STALE_CONFLICT } from '../../../db/stock.ts';
+import { countStock, OVERFLOW_CONFLICT, STALE_CONFLICT, type CountLine } from '../../../db/stock.ts';
 import type { Problem } from '../../../shared/errors.ts';
 import { checkReferences, resolveItemRows, type ItemRef } from '../../framework/references.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
@@ -46,13 +46,13 @@ export const stockCountRoutes = [
     handler: async ({ db, auth, body, resolved }) => {
       const items = resolved.map((item) => item!);
       const count = { id: randomUUID(), locationId: body.locationId, reason: body.reason ?? null, userId: auth.userId };
-      const { lines, row } = await countStock<{ created_at: string }>(db, {
+      const { lines, row } = await countStock<CountLine & { sku: string }, { created_at: string }>(db, {
         accountId: auth.accountId, userId: auth.userId, reason: count.reason, source: { type: 'stock_count', id: count.id },
         lines: body.lines.map((line, index) => ({
-          itemId: items[index]!.id, locationId: body.locationId, counted: line.countedQuantity, expected: line.expectedQuantity,
+          itemId: items[index]!.id, sku: items[index]!.sku, locationId: body.locationId, counted: line.countedQuantity, expected: line.expectedQuantity,
         })),
-      }, (q, planned) => stockCountCtes(q, auth.accountId, count, planned.map((line, index) => ({ ...line, sku: items[index]!.sku }))));
-      return created(toStockCount(countRecord(auth.accountId, count, lines.map((line, index) => ({ ...line, sku: items[index]!.sku })), row.created_at)));
+      }, (q, planned) => stockCountCtes(q, auth.accountId, count, planned));
+      return created(toStockCount(countRecord(auth.accountId, count, lines, row.created_at)));
     },
   }),
   counts.list,

@@ -97,7 +97,7 @@ export function listStockMovements(db: Knex, accountId: string, filters: StockMo
  * Adjustments (`ids[n]` for `rows[n]`), each with the level it left, in the statement of their move (applyStock):
  * the level after the move (`lv`) less what the later rows of that level added.
  */
-export function insertAdjustments(q: Statement, auth: ApiKeyIdentity, ids: string[], rows: CreateStockAdjustment[]): StockStatementExtension {
+export function adjustmentCtes(q: Statement, auth: ApiKeyIdentity, ids: string[], rows: CreateStockAdjustment[]): StockStatementExtension {
   const idList = q.param(ids, 'uuid[]');
   return {
     ctes: [`ad as (insert into stock_adjustments (account_id, id, item_id, location_id, quantity, reason, created_by, level_after, reserved_after, incoming_after)
@@ -123,7 +123,7 @@ export function listAdjustments(db: Knex, accountId: string, filters: StockAdjus
 }
 
 /** The transfer `id`, with the levels it left, in the statement of its move (applyStock). */
-export function insertTransfer(q: Statement, auth: ApiKeyIdentity, id: string, body: CreateStockTransfer): StockStatementExtension {
+export function transferCtes(q: Statement, auth: ApiKeyIdentity, id: string, body: CreateStockTransfer): StockStatementExtension {
   return {
     ctes: [`tr as (insert into stock_transfers (account_id, id, item_id, from_location_id, to_location_id, quantity, reason, created_by,
         from_level_after, from_reserved_after, from_incoming_after, to_level_after, to_reserved_after, to_incoming_after)

@@ -6,7 +6,7 @@ import { listRoute, readRoutes } from '../../framework/resource-routes.ts';
 import { created, defineRoute } from '../../framework/route.ts';
 import { applyStock, OVERFLOW_CONFLICT, SHORTAGE_CONFLICT, toMovement } from '../../../db/stock.ts';
 import {
-  findAdjustment, findTransfer, insertAdjustments, insertTransfer, listAdjustments, listStockLevels, listStockMovements,
+  findAdjustment, findTransfer, adjustmentCtes, transferCtes, listAdjustments, listStockLevels, listStockMovements,
   listTransfers, toAdjustment, toStockLevel, toTransfer, type AdjustmentRow, type TransferRow,
 } from './queries.ts';
 import {
@@ -34,7 +34,7 @@ async function adjust(db: Knex, auth: ApiKeyIdentity, rows: CreateStockAdjustmen
         source: { type: 'stock_adjustment' as const, id: ids[index]! },
       })),
     },
-  }, { checkReferences: !checked, extend: (q) => insertAdjustments(q, auth, ids, rows) });
+  }, { checkReferences: !checked, extend: (q) => adjustmentCtes(q, auth, ids, rows) });
   return row.adjustments;
 }
 
@@ -120,7 +120,7 @@ export const stockRoutes = [
             { itemId: body.itemId, locationId: body.toLocationId, quantity: body.quantity },
           ],
         },
-      }, { checkReferences: true, extend: (q) => insertTransfer(q, auth, id, body) });
+      }, { checkReferences: true, extend: (q) => transferCtes(q, auth, id, body) });
       return created(toTransfer(row.transfer));
     },
   }),
