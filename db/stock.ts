@@ -3,9 +3,9 @@
 // change of what is expected goes through applyStock, as one statement (a round trip; on its own, a transaction
 // too, so a level's lock is held for that statement and no network wait), with the caller's record in it:
 //
-// 1. the reservations it closes are locked first (by the caller's transaction with lockReservations, or by the
-//    caller's CTEs before the levels, as writeOrder's are), then the levels it touches, in one global order (item,
-//    then location), so that operations running at once cannot deadlock;
+// 1. the reservations it closes are locked first (by the caller's CTEs before the levels, as writeOrder's and
+//    releaseReservation's are), then the levels it touches, in one global order (item, then location), so that
+//    operations running at once cannot deadlock;
 // 2. every check runs on the levels as they stand under their locks, in exact numeric, before anything moves: no
 //    level below zero or past the maximum, and reserved stock taken only by what it was reserved for (a physical
 //    loss aside); a refused level stops the statement (stockroom_refuse), and one 409 names every refusal;
@@ -342,18 +342,44 @@ function deltasOf(op: StockOperation): LevelDelta[] {
 
 // --- Reservations
 
+/** Why a release's statement stopped: the reservation is not as it was read (detail: nothing). */
+const RESERVATION_STALE = 'the reservation changed since it was read';
+
+/** What a release found: `released` when this call released it, else the reservation's status (none: no such reservation). */
+export type Release = { released: true } | { released: false; status?: ReservationStatus };
+
 /**
- * Open reservations of the account matching `where`, locked until the transaction ends, in id order: taken before
- * the levels they hold (applyStock's order), so that two operations on one reservation run one after the other.
+ * Releases an open reservation in full as one read and one statement (no lock held between them): the statement
+ * locks the reservation before its level (applyStock's order) and goes on only while it is as it was read; else the
+ * release runs again on what changed it. `due`: only once its `expiresAt` has come (the expiry job), by its creator.
+ * Without an `accountId` (the job), the reservation is looked up by id alone.
  */
-export async function lockReservations(
-  trx: Knex.Transaction,
-  accountId: string,
-  where: (query: Knex.QueryBuilder) => void,
-): Promise<ReservationRow[]> {
-  const query = trx('reservations').where({ account_id: accountId, status: 'open' }).orderBy('id').forUpdate();
-  where(query);
-  return query;
+export async function releaseReservation(
+  db: Knex,
+  reservation: { id: string; accountId?: string; userId?: string },
+  reason: ReleaseReason,
+  options: { due?: boolean } = {},
+): Promise<Release> {
+  if (!isUuid(reservation.id)) return { released: false };
+  for (;;) {
+    const row = await db('reservations').where({ id: reservation.id, ...reservation.accountId ? { account_id: reservation.accountId } : {} })
+      .first<(ReservationRow & { version: string; due: boolean }) | undefined>('*', db.raw('xmin::text as version'), db.raw('coalesce(expires_at <= now(), false) as due'));
+    if (!row || row.status !== 'open' || (options.due && !row.due)) return { released: false, status: row?.status };
+    const operation = { accountId: row.account_id, userId: reservation.userId ?? row.created_by, close: [{ row, quantity: row.quantity, as: 'released' as const, reason }] };
+    try {
+      await applyStock(db, operation, {
+        extend: (q) => ({
+          ctes: [`rl as materialized (select xmin::text as version from reservations
+            where account_id = ${q.param(row.account_id, 'uuid')} and id = ${q.param(row.id, 'uuid')} and status = 'open' for update)`],
+          guards: [`(select ${stopSql(q, RESERVATION_STALE, "'{}'::jsonb")}
+            where not exists (select 1 from rl where version = ${q.param(row.version, 'text')})) as stale`],
+        }),
+      });
+      return { released: true };
+    } catch (error) {
+      if (stopOf(error)?.reason !== RESERVATION_STALE) throw error;
+    }
+  }
 }
 
 // --- The operation: one statement
@@ -522,8 +548,8 @@ interface StockAnswer {
  * (`stock.adjusted` for every movement, `reservation.created` / `reservation.released` for every reservation made or
  * closed, each with the level after the whole operation, then the caller's) and their jobs. A refused level stops
  * the statement, which then answers one 409 naming every refused level. On `db` alone the statement is its own
- * transaction. Reservations to close must be locked before it reaches their levels: with lockReservations in a
- * caller's transaction, or in the statement by the caller's guards (writeOrder's).
+ * transaction. Reservations to close must be locked before it reaches their levels: in the statement, by the
+ * caller's guards (writeOrder's, releaseReservation's).
  * `extend` adds the caller's record to the same statement; its columns come back as `row`.
  */
 export async function applyStock<Row = Record<string, never>>(
