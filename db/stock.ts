@@ -415,44 +415,52 @@ export interface StockStatementOptions {
 
 /** The stock's CTEs of the statement (see applyStock), with the caller's after them; `sev` the events' rows. */
 function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], options: StockStatementOptions): { ctes: string[]; columns: string[]; guards: string[] } {
-  const a = q.param(op.accountId, 'uuid');
-  const u = q.param(op.userId, 'uuid');
+  const a = q.once(op.accountId, 'uuid');
+  const u = q.once(op.userId, 'uuid');
   const changes = op.move?.changes ?? [];
   const reserve = (op.reserve ?? []).map((reservation) => ({ ...reservation, id: randomUUID() }));
   const { updates, splits } = closing(op.close ?? []);
   const known = options.checkReferences
-    ? `exists (select 1 from items x where x.account_id = ${a} and x.id = d.item_id)
-       and exists (select 1 from locations x where x.account_id = ${a} and x.id = d.location_id)`
+    ? `exists (select 1 from items x where x.account_id = ${a()} and x.id = d.item_id)
+       and exists (select 1 from locations x where x.account_id = ${a()} and x.id = d.location_id)`
     : 'true';
   const movementIds = q.column(changes, () => randomUUID(), 'uuid');
   const reservationIds = q.column(reserve, (reservation) => reservation.id, 'uuid');
   const splitIds = q.column(splits, () => randomUUID(), 'uuid');
   const finalIds = q.column(updates.filter((update) => update.status), (update) => update.id, 'uuid');
+  // A write that changes no level (a sales order that reserves nothing, a move of an order's status) has its stock
+  // parts as relations known to be empty when planned: their inserts, updates and joins are not set up on every
+  // execution. Only then: a write that changes a level keeps every part, so that PostgreSQL's choice between a
+  // generic plan and planning each call stays the generic plan (see README, Writes in one round trip).
+  // (Built only when used, as are the account's and user's parameters: see Statement.once.)
+  const stockPart = (part: () => string, empty: string) => (deltas.length > 0 ? part() : `select ${empty} where false`);
+  const levelColumns = 's.item_id, s.location_id, s.quantity, s.reserved, s.incoming';
   const ctes = [
-    `d as (select * from unnest(${q.column(deltas, (delta) => delta.itemId, 'uuid')}, ${q.column(deltas, (delta) => delta.locationId, 'uuid')},
+    `d as (${stockPart(() => `select * from unnest(${q.column(deltas, (delta) => delta.itemId, 'uuid')}, ${q.column(deltas, (delta) => delta.locationId, 'uuid')},
        ${q.column(deltas, (delta) => microsToText(delta.quantity), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.low), 'numeric')},
        ${q.column(deltas, (delta) => microsToText(delta.high), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.reserved), 'numeric')},
        ${q.column(deltas, (delta) => microsToText(delta.incoming), 'numeric')}, ${q.column(deltas, (delta) => delta.takesAvailable, 'boolean')})
-       as d(item_id, location_id, dq, lo, hi, dr, di, takes))`,
+       as d(item_id, location_id, dq, lo, hi, dr, di, takes)`, `null::uuid as item_id, null::uuid as location_id, null::numeric as dq,
+       null::numeric as lo, null::numeric as hi, null::numeric as dr, null::numeric as di, null::boolean as takes`)})`,
     // Every existing level locked in the global order before anything moves (an InitPlan of lv's, below), read as it is.
-    `lk as materialized (select s.item_id, s.location_id, s.quantity, s.reserved, s.incoming from stock_levels s
+    `lk as materialized (${stockPart(() => `select ${levelColumns} from stock_levels s
        join d on s.item_id = d.item_id and s.location_id = d.location_id
-       where s.account_id = ${a} order by s.item_id, s.location_id for update of s)`,
+       where s.account_id = ${a()} order by s.item_id, s.location_id for update of s`, `${levelColumns} from stock_levels s`)})`,
     `st as (select d.*, coalesce(lk.quantity, 0) as q, coalesce(lk.reserved, 0) as r, coalesce(lk.incoming, 0) as i, ${known} as known
        from d left join lk on lk.item_id = d.item_id and lk.location_id = d.location_id)`,
     `refused as (select * from st where not known or not (${ACCEPTED}))`,
     // Created at what they change by when missing (only additions pass the checks there; a level created meanwhile
     // by another is changed instead, and its constraints keep it in range).
-    `lv as (insert into stock_levels as s (account_id, item_id, location_id, quantity, reserved, incoming)
-       select ${a}, d.item_id, d.location_id, greatest(d.dq, 0), greatest(d.dr, 0), greatest(d.di, 0) from d
+    `lv as (${stockPart(() => `insert into stock_levels as s (account_id, item_id, location_id, quantity, reserved, incoming)
+       select ${a()}, d.item_id, d.location_id, greatest(d.dq, 0), greatest(d.dr, 0), greatest(d.di, 0) from d
        where not exists (select 1 from refused) order by d.item_id, d.location_id
        on conflict (account_id, item_id, location_id) do update set (quantity, reserved, incoming, updated_at) = (
          select s.quantity + d.dq, s.reserved + d.dr, greatest(s.incoming + d.di, 0),
            case when d.dq = 0 and d.dr = 0 and d.di = 0 then s.updated_at else now() end
          from d where d.item_id = excluded.item_id and d.location_id = excluded.location_id)
-       returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming)`,
-    `mv as (insert into stock_movements (id, account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
-       select m.id, ${a}, ${u}, ${q.param(op.move?.type ?? 'adjustment', 'text')}, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
+       returning ${levelColumns}`, `${levelColumns} from stock_levels s`)})`,
+    `mv as (${stockPart(() => `insert into stock_movements (id, account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
+       select m.id, ${a()}, ${u()}, ${q.param(op.move?.type ?? 'adjustment', 'text')}, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
        from unnest(${movementIds}, ${q.column(changes, (change) => change.itemId, 'uuid')}, ${q.column(changes, (change) => change.locationId, 'uuid')},
          ${q.column(changes, (change) => String(change.quantity), 'numeric')},
          ${q.column(changes, (change) => (change.reason === undefined ? op.move!.reason : change.reason), 'text')},
@@ -460,11 +468,11 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
          ${q.column(changes, (change) => (change.source ?? op.move!.source).id, 'uuid')}) with ordinality
          as m(id, item_id, location_id, quantity, reason, source_type, source_id, n)
        where not exists (select 1 from refused) order by m.n
-       returning *)`,
+       returning *`, '* from stock_movements')})`,
     `mj as (select x.n, m.* from mv m join unnest(${movementIds}) with ordinality as x(id, n) on x.id = m.id)`,
-    `rs as (insert into reservations (id, account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
+    `rs as (${stockPart(() => `insert into reservations (id, account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
          reference, expires_at, created_by)
-       select r.id, ${a}, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference, r.expires_at, ${u}
+       select r.id, ${a()}, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference, r.expires_at, ${u()}
        from unnest(${reservationIds}, ${q.column(reserve, (r) => r.itemId, 'uuid')}, ${q.column(reserve, (r) => r.locationId, 'uuid')},
          ${q.column(reserve, (r) => String(r.quantity), 'numeric')}, ${q.column(reserve, (r) => r.source.type, 'text')},
          ${q.column(reserve, (r) => (r.source.type === 'sales_order' ? r.source.id : null), 'uuid')},
@@ -472,16 +480,16 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
          ${q.column(reserve, (r) => r.reference ?? null, 'text')}, ${q.column(reserve, (r) => r.expiresAt ?? null, 'timestamptz')})
          as r(id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id, reference, expires_at)
        where not exists (select 1 from refused)
-       returning *)`,
+       returning *`, '* from reservations')})`,
     // A reservation closed in parts: each part but the last splits off as a closed reservation of its own (cs), the
     // rest staying open under its id; the last part of one closed in full is the reservation itself (cu).
-    `cu as (update reservations r set quantity = r.quantity - c.reduce, status = coalesce(c.status, r.status),
+    `cu as (${stockPart(() => `update reservations r set quantity = r.quantity - c.reduce, status = coalesce(c.status, r.status),
          release_reason = coalesce(c.reason, r.release_reason), updated_at = now()
        from unnest(${q.column(updates, (update) => update.id, 'uuid')}, ${q.column(updates, (update) => microsToText(update.reduce), 'numeric')},
          ${q.column(updates, (update) => update.status, 'text')}, ${q.column(updates, (update) => update.reason, 'text')}) as c(id, reduce, status, reason)
        where r.id = c.id and r.status = 'open' and not exists (select 1 from refused)
-       returning r.*)`,
-    `cs as (insert into reservations (id, account_id, item_id, location_id, quantity, status, release_reason, source_type, sales_order_id,
+       returning r.*`, '* from reservations')})`,
+    `cs as (${stockPart(() => `insert into reservations (id, account_id, item_id, location_id, quantity, status, release_reason, source_type, sales_order_id,
          sales_order_line_id, reference, expires_at, created_by)
        select c.id, r.account_id, r.item_id, r.location_id, c.quantity, c.status, c.reason, r.source_type, r.sales_order_id,
          r.sales_order_line_id, r.reference, r.expires_at, r.created_by
@@ -489,7 +497,7 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
          ${q.column(splits, (split) => split.as, 'text')}, ${q.column(splits, (split) => split.reason, 'text')}) as c(id, of, quantity, status, reason)
        join reservations r on r.id = c.of
        where not exists (select 1 from refused)
-       returning *)`,
+       returning *`, '* from reservations')})`,
     `rj as (select x.n, r.* from rs r join unnest(${reservationIds}) with ordinality as x(id, n) on x.id = r.id)`,
     `cj as (select 1 as g, x.n, r.* from cs r join unnest(${splitIds}) with ordinality as x(id, n) on x.id = r.id
        union all
