@@ -17,6 +17,15 @@ export class Statement {
     return `$${this.values.length}::${type}`;
   }
 
+  /**
+   * `param`, placed when first used: for a value that only some shapes of a text use (PostgreSQL cannot type a
+   * parameter its text does not use, and refuses the statement).
+   */
+  once(value: unknown, type: string): () => string {
+    let placed: string | undefined;
+    return () => (placed ??= this.param(value, type));
+  }
+
   /** One array parameter of `rows` mapped by `value`: what `unnest` takes apart again. */
   column<T>(rows: readonly T[], value: (row: T) => unknown, type: string): string {
     return this.param(rows.map(value), `${type}[]`);

@@ -3,9 +3,9 @@
 // change of what is expected goes through applyStock, as one statement (a round trip; on its own, a transaction
 // too, so a level's lock is held for that statement and no network wait), with the caller's record in it:
 //
-// 1. the reservations it closes are locked first (by the caller's transaction with lockReservations, or by the
-//    caller's CTEs before the levels, as writeOrder's are), then the levels it touches, in one global order (item,
-//    then location), so that operations running at once cannot deadlock;
+// 1. the reservations it closes are locked first (by the caller's CTEs before the levels, as writeOrder's and
+//    releaseReservation's are), then the levels it touches, in one global order (item, then location), so that
+//    operations running at once cannot deadlock;
 // 2. every check runs on the levels as they stand under their locks, in exact numeric, before anything moves: no
 //    level below zero or past the maximum, and reserved stock taken only by what it was reserved for (a physical
 //    loss aside); a refused level stops the statement (stockroom_refuse), and one 409 names every refusal;
@@ -342,18 +342,44 @@ function deltasOf(op: StockOperation): LevelDelta[] {
 
 // --- Reservations
 
+/** Why a release's statement stopped: the reservation is not as it was read (detail: nothing). */
+const RESERVATION_STALE = 'the reservation changed since it was read';
+
+/** What a release found: `released` when this call released it, else the reservation's status (none: no such reservation). */
+export type Release = { released: true } | { released: false; status?: ReservationStatus };
+
 /**
- * Open reservations of the account matching `where`, locked until the transaction ends, in id order: taken before
- * the levels they hold (applyStock's order), so that two operations on one reservation run one after the other.
+ * Releases an open reservation in full as one read and one statement (no lock held between them): the statement
+ * locks the reservation before its level (applyStock's order) and goes on only while it is as it was read; else the
+ * release runs again on what changed it. `due`: only once its `expiresAt` has come (the expiry job), by its creator.
+ * Without an `accountId` (the job), the reservation is looked up by id alone.
  */
-export async function lockReservations(
-  trx: Knex.Transaction,
-  accountId: string,
-  where: (query: Knex.QueryBuilder) => void,
-): Promise<ReservationRow[]> {
-  const query = trx('reservations').where({ account_id: accountId, status: 'open' }).orderBy('id').forUpdate();
-  where(query);
-  return query;
+export async function releaseReservation(
+  db: Knex,
+  reservation: { id: string; accountId?: string; userId?: string },
+  reason: ReleaseReason,
+  options: { due?: boolean } = {},
+): Promise<Release> {
+  if (!isUuid(reservation.id)) return { released: false };
+  for (;;) {
+    const row = await db('reservations').where({ id: reservation.id, ...reservation.accountId ? { account_id: reservation.accountId } : {} })
+      .first<(ReservationRow & { version: string; due: boolean }) | undefined>('*', db.raw('xmin::text as version'), db.raw('coalesce(expires_at <= now(), false) as due'));
+    if (!row || row.status !== 'open' || (options.due && !row.due)) return { released: false, status: row?.status };
+    const operation = { accountId: row.account_id, userId: reservation.userId ?? row.created_by, close: [{ row, quantity: row.quantity, as: 'released' as const, reason }] };
+    try {
+      await applyStock(db, operation, {
+        extend: (q) => ({
+          ctes: [`rl as materialized (select xmin::text as version from reservations
+            where account_id = ${q.param(row.account_id, 'uuid')} and id = ${q.param(row.id, 'uuid')} and status = 'open' for update)`],
+          guards: [`(select ${stopSql(q, RESERVATION_STALE, "'{}'::jsonb")}
+            where not exists (select 1 from rl where version = ${q.param(row.version, 'text')})) as stale`],
+        }),
+      });
+      return { released: true };
+    } catch (error) {
+      if (stopOf(error)?.reason !== RESERVATION_STALE) throw error;
+    }
+  }
 }
 
 // --- The operation: one statement
@@ -389,44 +415,52 @@ export interface StockStatementOptions {
 
 /** The stock's CTEs of the statement (see applyStock), with the caller's after them; `sev` the events' rows. */
 function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], options: StockStatementOptions): { ctes: string[]; columns: string[]; guards: string[] } {
-  const a = q.param(op.accountId, 'uuid');
-  const u = q.param(op.userId, 'uuid');
+  const a = q.once(op.accountId, 'uuid');
+  const u = q.once(op.userId, 'uuid');
   const changes = op.move?.changes ?? [];
   const reserve = (op.reserve ?? []).map((reservation) => ({ ...reservation, id: randomUUID() }));
   const { updates, splits } = closing(op.close ?? []);
   const known = options.checkReferences
-    ? `exists (select 1 from items x where x.account_id = ${a} and x.id = d.item_id)
-       and exists (select 1 from locations x where x.account_id = ${a} and x.id = d.location_id)`
+    ? `exists (select 1 from items x where x.account_id = ${a()} and x.id = d.item_id)
+       and exists (select 1 from locations x where x.account_id = ${a()} and x.id = d.location_id)`
     : 'true';
   const movementIds = q.column(changes, () => randomUUID(), 'uuid');
   const reservationIds = q.column(reserve, (reservation) => reservation.id, 'uuid');
   const splitIds = q.column(splits, () => randomUUID(), 'uuid');
   const finalIds = q.column(updates.filter((update) => update.status), (update) => update.id, 'uuid');
+  // A write that changes no level (a sales order that reserves nothing, a move of an order's status) has its stock
+  // parts as relations known to be empty when planned: their inserts, updates and joins are not set up on every
+  // execution. Only then: a write that changes a level keeps every part, so that PostgreSQL's choice between a
+  // generic plan and planning each call stays the generic plan (see README, Writes in one round trip).
+  // (Built only when used, as are the account's and user's parameters: see Statement.once.)
+  const stockPart = (part: () => string, empty: string) => (deltas.length > 0 ? part() : `select ${empty} where false`);
+  const levelColumns = 's.item_id, s.location_id, s.quantity, s.reserved, s.incoming';
   const ctes = [
-    `d as (select * from unnest(${q.column(deltas, (delta) => delta.itemId, 'uuid')}, ${q.column(deltas, (delta) => delta.locationId, 'uuid')},
+    `d as (${stockPart(() => `select * from unnest(${q.column(deltas, (delta) => delta.itemId, 'uuid')}, ${q.column(deltas, (delta) => delta.locationId, 'uuid')},
        ${q.column(deltas, (delta) => microsToText(delta.quantity), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.low), 'numeric')},
        ${q.column(deltas, (delta) => microsToText(delta.high), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.reserved), 'numeric')},
        ${q.column(deltas, (delta) => microsToText(delta.incoming), 'numeric')}, ${q.column(deltas, (delta) => delta.takesAvailable, 'boolean')})
-       as d(item_id, location_id, dq, lo, hi, dr, di, takes))`,
+       as d(item_id, location_id, dq, lo, hi, dr, di, takes)`, `null::uuid as item_id, null::uuid as location_id, null::numeric as dq,
+       null::numeric as lo, null::numeric as hi, null::numeric as dr, null::numeric as di, null::boolean as takes`)})`,
     // Every existing level locked in the global order before anything moves (an InitPlan of lv's, below), read as it is.
-    `lk as materialized (select s.item_id, s.location_id, s.quantity, s.reserved, s.incoming from stock_levels s
+    `lk as materialized (${stockPart(() => `select ${levelColumns} from stock_levels s
        join d on s.item_id = d.item_id and s.location_id = d.location_id
-       where s.account_id = ${a} order by s.item_id, s.location_id for update of s)`,
+       where s.account_id = ${a()} order by s.item_id, s.location_id for update of s`, `${levelColumns} from stock_levels s`)})`,
     `st as (select d.*, coalesce(lk.quantity, 0) as q, coalesce(lk.reserved, 0) as r, coalesce(lk.incoming, 0) as i, ${known} as known
        from d left join lk on lk.item_id = d.item_id and lk.location_id = d.location_id)`,
     `refused as (select * from st where not known or not (${ACCEPTED}))`,
     // Created at what they change by when missing (only additions pass the checks there; a level created meanwhile
     // by another is changed instead, and its constraints keep it in range).
-    `lv as (insert into stock_levels as s (account_id, item_id, location_id, quantity, reserved, incoming)
-       select ${a}, d.item_id, d.location_id, greatest(d.dq, 0), greatest(d.dr, 0), greatest(d.di, 0) from d
+    `lv as (${stockPart(() => `insert into stock_levels as s (account_id, item_id, location_id, quantity, reserved, incoming)
+       select ${a()}, d.item_id, d.location_id, greatest(d.dq, 0), greatest(d.dr, 0), greatest(d.di, 0) from d
        where not exists (select 1 from refused) order by d.item_id, d.location_id
        on conflict (account_id, item_id, location_id) do update set (quantity, reserved, incoming, updated_at) = (
          select s.quantity + d.dq, s.reserved + d.dr, greatest(s.incoming + d.di, 0),
            case when d.dq = 0 and d.dr = 0 and d.di = 0 then s.updated_at else now() end
          from d where d.item_id = excluded.item_id and d.location_id = excluded.location_id)
-       returning s.item_id, s.location_id, s.quantity, s.reserved, s.incoming)`,
-    `mv as (insert into stock_movements (id, account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
-       select m.id, ${a}, ${u}, ${q.param(op.move?.type ?? 'adjustment', 'text')}, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
+       returning ${levelColumns}`, `${levelColumns} from stock_levels s`)})`,
+    `mv as (${stockPart(() => `insert into stock_movements (id, account_id, created_by, type, item_id, location_id, quantity, reason, source_type, source_id)
+       select m.id, ${a()}, ${u()}, ${q.param(op.move?.type ?? 'adjustment', 'text')}, m.item_id, m.location_id, m.quantity, m.reason, m.source_type, m.source_id
        from unnest(${movementIds}, ${q.column(changes, (change) => change.itemId, 'uuid')}, ${q.column(changes, (change) => change.locationId, 'uuid')},
          ${q.column(changes, (change) => String(change.quantity), 'numeric')},
          ${q.column(changes, (change) => (change.reason === undefined ? op.move!.reason : change.reason), 'text')},
@@ -434,11 +468,11 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
          ${q.column(changes, (change) => (change.source ?? op.move!.source).id, 'uuid')}) with ordinality
          as m(id, item_id, location_id, quantity, reason, source_type, source_id, n)
        where not exists (select 1 from refused) order by m.n
-       returning *)`,
+       returning *`, '* from stock_movements')})`,
     `mj as (select x.n, m.* from mv m join unnest(${movementIds}) with ordinality as x(id, n) on x.id = m.id)`,
-    `rs as (insert into reservations (id, account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
+    `rs as (${stockPart(() => `insert into reservations (id, account_id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id,
          reference, expires_at, created_by)
-       select r.id, ${a}, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference, r.expires_at, ${u}
+       select r.id, ${a()}, r.item_id, r.location_id, r.quantity, r.source_type, r.sales_order_id, r.sales_order_line_id, r.reference, r.expires_at, ${u()}
        from unnest(${reservationIds}, ${q.column(reserve, (r) => r.itemId, 'uuid')}, ${q.column(reserve, (r) => r.locationId, 'uuid')},
          ${q.column(reserve, (r) => String(r.quantity), 'numeric')}, ${q.column(reserve, (r) => r.source.type, 'text')},
          ${q.column(reserve, (r) => (r.source.type === 'sales_order' ? r.source.id : null), 'uuid')},
@@ -446,16 +480,16 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
          ${q.column(reserve, (r) => r.reference ?? null, 'text')}, ${q.column(reserve, (r) => r.expiresAt ?? null, 'timestamptz')})
          as r(id, item_id, location_id, quantity, source_type, sales_order_id, sales_order_line_id, reference, expires_at)
        where not exists (select 1 from refused)
-       returning *)`,
+       returning *`, '* from reservations')})`,
     // A reservation closed in parts: each part but the last splits off as a closed reservation of its own (cs), the
     // rest staying open under its id; the last part of one closed in full is the reservation itself (cu).
-    `cu as (update reservations r set quantity = r.quantity - c.reduce, status = coalesce(c.status, r.status),
+    `cu as (${stockPart(() => `update reservations r set quantity = r.quantity - c.reduce, status = coalesce(c.status, r.status),
          release_reason = coalesce(c.reason, r.release_reason), updated_at = now()
        from unnest(${q.column(updates, (update) => update.id, 'uuid')}, ${q.column(updates, (update) => microsToText(update.reduce), 'numeric')},
          ${q.column(updates, (update) => update.status, 'text')}, ${q.column(updates, (update) => update.reason, 'text')}) as c(id, reduce, status, reason)
        where r.id = c.id and r.status = 'open' and not exists (select 1 from refused)
-       returning r.*)`,
-    `cs as (insert into reservations (id, account_id, item_id, location_id, quantity, status, release_reason, source_type, sales_order_id,
+       returning r.*`, '* from reservations')})`,
+    `cs as (${stockPart(() => `insert into reservations (id, account_id, item_id, location_id, quantity, status, release_reason, source_type, sales_order_id,
          sales_order_line_id, reference, expires_at, created_by)
        select c.id, r.account_id, r.item_id, r.location_id, c.quantity, c.status, c.reason, r.source_type, r.sales_order_id,
          r.sales_order_line_id, r.reference, r.expires_at, r.created_by
@@ -463,7 +497,7 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
          ${q.column(splits, (split) => split.as, 'text')}, ${q.column(splits, (split) => split.reason, 'text')}) as c(id, of, quantity, status, reason)
        join reservations r on r.id = c.of
        where not exists (select 1 from refused)
-       returning *)`,
+       returning *`, '* from reservations')})`,
     `rj as (select x.n, r.* from rs r join unnest(${reservationIds}) with ordinality as x(id, n) on x.id = r.id)`,
     `cj as (select 1 as g, x.n, r.* from cs r join unnest(${splitIds}) with ordinality as x(id, n) on x.id = r.id
        union all
@@ -522,8 +556,8 @@ interface StockAnswer {
  * (`stock.adjusted` for every movement, `reservation.created` / `reservation.released` for every reservation made or
  * closed, each with the level after the whole operation, then the caller's) and their jobs. A refused level stops
  * the statement, which then answers one 409 naming every refused level. On `db` alone the statement is its own
- * transaction. Reservations to close must be locked before it reaches their levels: with lockReservations in a
- * caller's transaction, or in the statement by the caller's guards (writeOrder's).
+ * transaction. Reservations to close must be locked before it reaches their levels: in the statement, by the
+ * caller's guards (writeOrder's, releaseReservation's).
  * `extend` adds the caller's record to the same statement; its columns come back as `row`.
  */
 export async function applyStock<Row = Record<string, never>>(

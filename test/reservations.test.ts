@@ -172,6 +172,44 @@ test('race: a fulfil and a cancel of one reserved order: one wins, and the ledge
   await consistent(t, h, s.accountId);
 });
 
+test('race: DELETEs and the expiry job of one hold at once release it once; an order\'s hold released while the order is fulfilled goes to one of them', async (t) => {
+  const s = await warehouse(h);
+  await stock(s, s.boltId, 10);
+  const expire = makeExpireReservation(h.db);
+  const helpers = { logger: { error: () => {} } } as never;
+  for (let round = 0; round < 3; round++) {
+    const held = (await s.api.post('/reservations', { itemId: s.boltId, locationId: s.mainId, quantity: 2, expiresAt: new Date(Date.now() + 3_600_000).toISOString() })).body;
+    await h.db('reservations').where({ id: held.id }).update({ expires_at: h.db.raw("now() - interval '1 second'") });
+    const [deletes] = await Promise.all([
+      Promise.all(Array.from({ length: 5 }, () => s.api.delete(`/reservations/${held.id}`))),
+      expire({ reservationId: held.id }, helpers),
+    ]);
+    const winners = deletes.filter((response) => response.status === 204);
+    t.true(winners.length <= 1);
+    for (const loser of deletes.filter((response) => response.status !== 204)) {
+      t.deepEqual([loser.status, loser.body], [409, { error: 'Cannot release a reservation that is released', status: 'released' }]);
+    }
+    t.like((await s.api.get(`/reservations/${held.id}`)).body, { status: 'released', releaseReason: winners.length ? 'deleted' : 'expired' });
+    t.like(await level(s, s.boltId), { quantity: 10, reserved: 0 });
+  }
+  t.is((await eventsOf(h, s.accountId, 'reservation.released')).length, 3);
+
+  for (let round = 0; round < 5; round++) {
+    const placed = (await order(s, [[s.boltId, 1]], { locationId: s.mainId })).body;
+    const [hold] = (await s.api.get(`/reservations?salesOrderId=${placed.id}`)).body.data;
+    const [released, fulfilled] = await Promise.all([
+      s.api.delete(`/reservations/${hold.id}`),
+      s.api.post(`/sales-orders/${placed.id}/fulfill`, { locationId: s.mainId }),
+    ]);
+    // Released first, the fulfilment takes available stock instead.
+    t.is(fulfilled.status, 200);
+    if (released.status === 204) t.like((await s.api.get(`/reservations/${hold.id}`)).body, { status: 'released' });
+    else t.deepEqual([released.status, released.body], [409, { error: 'Cannot release a reservation that is consumed', status: 'consumed' }]);
+    t.like(await level(s, s.boltId), { quantity: 9 - round, reserved: 0 });
+  }
+  await consistent(t, h, s.accountId);
+});
+
 test('race: a transfer and an order reserving the same last units: one gets them', async (t) => {
   const s = await warehouse(h);
   for (let round = 0; round < 5; round++) {

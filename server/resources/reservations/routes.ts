@@ -1,4 +1,4 @@
-import { applyStock, lockReservations, SHORTAGE_CONFLICT, toReservation } from '../../../db/stock.ts';
+import { applyStock, releaseReservation, SHORTAGE_CONFLICT, toReservation } from '../../../db/stock.ts';
 import { ConflictError, NotFoundError } from '../../../shared/errors.ts';
 import { checkReferences } from '../../framework/references.ts';
 import { readRoutes } from '../../framework/resource-routes.ts';
@@ -38,15 +38,9 @@ export const reservationRoutes = [
     success: { status: 204, description: 'Released' },
     errors: { 404: 'No such reservation in this account', 409: 'The reservation is not open (consumed or released already): the body names its `status`' },
     handler: async ({ db, auth, params }) => {
-      await db.transaction(async (trx) => {
-        const [row] = await lockReservations(trx, auth.accountId, (query) => query.where('id', params.id ?? ''));
-        if (!row) {
-          const found = await findReservation(trx, auth.accountId, params.id ?? '');
-          if (!found) throw new NotFoundError('Reservation');
-          throw new ConflictError(`Cannot release a reservation that is ${found.status}`, { status: found.status });
-        }
-        await applyStock(trx, { accountId: auth.accountId, userId: auth.userId, close: [{ row, quantity: row.quantity, as: 'released', reason: 'deleted' }] });
-      });
+      const release = await releaseReservation(db, { id: params.id ?? '', accountId: auth.accountId, userId: auth.userId }, 'deleted');
+      if (!release.released && !release.status) throw new NotFoundError('Reservation');
+      if (!release.released) throw new ConflictError(`Cannot release a reservation that is ${release.status}`, { status: release.status });
       return noContent();
     },
   }),
