@@ -435,17 +435,20 @@ function stockCtes(q: Statement, op: StockOperation, deltas: LevelDelta[], optio
   // (Built only when used, as are the account's and user's parameters: see Statement.once.)
   const stockPart = (part: () => string, empty: string) => (deltas.length > 0 ? part() : `select ${empty} where false`);
   const levelColumns = 's.item_id, s.location_id, s.quantity, s.reserved, s.incoming';
+  // The levels' keys, placed once for d and lk (only when there are levels to change, as stockPart says).
+  const [itemIds, locationIds] = deltas.length > 0
+    ? [q.column(deltas, (delta) => delta.itemId, 'uuid'), q.column(deltas, (delta) => delta.locationId, 'uuid')] : ['', ''];
   const ctes = [
-    `d as (${stockPart(() => `select * from unnest(${q.column(deltas, (delta) => delta.itemId, 'uuid')}, ${q.column(deltas, (delta) => delta.locationId, 'uuid')},
+    `d as (${stockPart(() => `select * from unnest(${itemIds}, ${locationIds},
        ${q.column(deltas, (delta) => microsToText(delta.quantity), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.low), 'numeric')},
        ${q.column(deltas, (delta) => microsToText(delta.high), 'numeric')}, ${q.column(deltas, (delta) => microsToText(delta.reserved), 'numeric')},
        ${q.column(deltas, (delta) => microsToText(delta.incoming), 'numeric')}, ${q.column(deltas, (delta) => delta.takesAvailable, 'boolean')})
        as d(item_id, location_id, dq, lo, hi, dr, di, takes)`, `null::uuid as item_id, null::uuid as location_id, null::numeric as dq,
        null::numeric as lo, null::numeric as hi, null::numeric as dr, null::numeric as di, null::boolean as takes`)})`,
-    // Every existing level locked in the global order before anything moves (an InitPlan of lv's, below), read as it is.
-    `lk as materialized (${stockPart(() => `select ${levelColumns} from stock_levels s
-       join d on s.item_id = d.item_id and s.location_id = d.location_id
-       where s.account_id = ${a()} order by s.item_id, s.location_id for update of s`, `${levelColumns} from stock_levels s`)})`,
+    // Every existing level locked in the global order before anything moves (an InitPlan of lv's, below), read as it
+    // now stands (migration 020 says why a function does it).
+    `lk as materialized (${stockPart(() => `select * from stockroom_lock_levels(${a()}, ${itemIds}, ${locationIds})`,
+      `${levelColumns} from stock_levels s`)})`,
     `st as (select d.*, coalesce(lk.quantity, 0) as q, coalesce(lk.reserved, 0) as r, coalesce(lk.incoming, 0) as i, ${known} as known
        from d left join lk on lk.item_id = d.item_id and lk.location_id = d.location_id)`,
     `refused as (select * from st where not known or not (${ACCEPTED}))`,
@@ -693,9 +696,11 @@ export async function countStock<Line extends CountLine, Row>(
  */
 function countCtes(q: Statement, lines: Array<CountLine & { previous: number }>, extension: StockStatementExtension): StockStatementExtension {
   const counted = `unnest(${q.column(lines, (line) => line.itemId, 'uuid')}, ${q.column(lines, (line) => line.locationId, 'uuid')},
-    ${q.column(lines, (line) => String(line.previous), 'numeric')}, ${q.column(lines, (line) => String(line.counted), 'numeric')}) as c(item_id, location_id, previous, counted)`;
+    ${q.column(lines, (line) => String(line.previous), 'numeric')}, ${q.column(lines, (line) => String(line.counted), 'numeric')})
+    with ordinality as c(item_id, location_id, previous, counted, n)`;
+  // In the lines' order: the 409 names them as they were sent.
   const stop = (reason: string, levels: string, differs: string) => `(select ${stopSql(q, reason,
-    "jsonb_agg(jsonb_build_object('itemId', c.item_id, 'quantity', coalesce(l.quantity, 0)::text))")}
+    "jsonb_agg(jsonb_build_object('itemId', c.item_id, 'quantity', coalesce(l.quantity, 0)::text) order by c.n)")}
     from ${counted} left join ${levels} l on l.item_id = c.item_id and l.location_id = c.location_id where ${differs} having count(*) > 0)`;
   return {
     ...extension,

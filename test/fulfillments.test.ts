@@ -243,7 +243,7 @@ test.serial('a fulfilment is a read and one write; a reservation of the order ch
   const sent = await statementsOf(async () => t.is((await s.api.post(`/sales-orders/${order.id}/fulfill`, { locationId: s.mainId })).status, 200));
   // The route first checks the location is the account's (its resolve).
   t.is(sent.length, 3, sent.join('\n---\n'));
-  t.regex(sent[2]!, /for update[\s\S]*insert into stock_levels[\s\S]*insert into sales_fulfillments[\s\S]*update sales_orders[\s\S]*insert into events/);
+  t.regex(sent[2]!, /stockroom_lock_levels[\s\S]*insert into stock_levels[\s\S]*for update[\s\S]*insert into sales_fulfillments[\s\S]*update sales_orders[\s\S]*insert into events/);
 
   // Another transaction holds one of the order's reservations while the fulfilment's write waits for it, then changes
   // it and commits: the order's own row did not change, but what it holds did, so the fulfilment runs again on it.

@@ -25,6 +25,7 @@ import * as oneStatementWrites from './016_one_statement_writes.ts';
 import * as statementStops from './017_statement_stops.ts';
 import * as hotPathKeys from './018_hot_path_keys.ts';
 import * as orderNumberSequences from './019_order_number_sequences.ts';
+import * as levelLocks from './020_level_locks.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -52,6 +53,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '017_statement_stops': statementStops,
   '018_hot_path_keys': hotPathKeys,
   '019_order_number_sequences': orderNumberSequences,
+  '020_level_locks': levelLocks,
 };
 
 /** Every migration of this version, in order: what `knex_migrations` lists once the database is migrated. */
