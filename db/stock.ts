@@ -3,9 +3,9 @@
 // change of what is expected goes through applyStock, as one statement (a round trip; on its own, a transaction
 // too, so a level's lock is held for that statement and no network wait), with the caller's record in it:
 //
-// 1. the reservations it closes are locked first (by the caller's CTEs before the levels, as writeOrder's and
-//    releaseReservation's are), then the levels it touches, in one global order (item, then location), so that
-//    operations running at once cannot deadlock;
+// 1. the reservations it closes are locked first (by CTEs that the caller's guards read before the levels, as
+//    writeOrder's and releaseReservation's do), then the levels it touches, in one global order (item, then
+//    location), so that operations running at once cannot deadlock;
 // 2. every check runs on the levels as they stand under their locks, in exact numeric, before anything moves: no
 //    level below zero or past the maximum, and reserved stock taken only by what it was reserved for (a physical
 //    loss aside); a refused level stops the statement (stockroom_refuse), and one 409 names every refusal;

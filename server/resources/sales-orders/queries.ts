@@ -131,7 +131,7 @@ export async function findSalesOrder(db: Knex, accountId: string, id: string): P
   return row;
 }
 
-/** Sales orders for writeOrder: the version covers the order's open reservations too, locked in id order as lockReservations does. */
+/** Sales orders for writeOrder: the version covers the order's open reservations too, locked in id order (as a release locks its one). */
 export const SALES_ORDERS: OrderTable = {
   table: 'sales_orders', noun: 'Sales order',
   also: (q, accountId, orderId) => ({
